@@ -1,0 +1,191 @@
+package conflation
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// MergeFunc folds a newer delta payload into an older one (later wins) and
+// returns the result. It may modify older but not newer.
+type MergeFunc func(older, newer any) any
+
+// Config configures a Manager.
+type Config struct {
+	// Types lists the bundle types in priority order: a unit serves the
+	// first ready one.
+	Types []bundle.TypeInfo
+	// Merge holds, per delta type, how to fold deltas together once a
+	// hub's waiting deltas exceed MaxDeltaBytes.
+	Merge map[string]MergeFunc
+	// MaxDeltaBytes is the size of a hub's waiting deltas above which they
+	// are merged into one; 0 never merges.
+	MaxDeltaBytes int
+	// Backoff between retries of a transiently failing type.
+	Backoff Backoff
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Registerer receives the conflation metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if len(c.Types) == 0 {
+		return fmt.Errorf("conflation: no bundle types")
+	}
+	seen := map[string]bool{}
+	for _, t := range c.Types {
+		if seen[t.Name] {
+			return fmt.Errorf("conflation: type %q listed twice", t.Name)
+		}
+		if t.Rule != bundle.NoDependency && !seen[t.DependsOn] {
+			return fmt.Errorf("conflation: type %q depends on %q, which must come before it", t.Name, t.DependsOn)
+		}
+		seen[t.Name] = true
+	}
+	if c.Backoff == (Backoff{}) {
+		c.Backoff = DefaultBackoff
+	}
+	if c.Backoff.Min <= 0 || c.Backoff.Max < c.Backoff.Min {
+		return fmt.Errorf("conflation: bad backoff %v…%v", c.Backoff.Min, c.Backoff.Max)
+	}
+	if c.MaxDeltaBytes < 0 {
+		return fmt.Errorf("conflation: negative max delta bytes")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Manager finds the unit of a hub, creating it on the hub's first bundle,
+// and owns the ready queue.
+//
+// Lock order: Manager.mu is never held while a unit's mutex is taken.
+type Manager struct {
+	cfg     Config
+	index   map[string]int
+	queue   *ReadyQueue
+	metrics *metrics
+	held    atomic.Int64
+
+	mu    sync.RWMutex
+	units map[string]*Unit
+}
+
+// NewManager returns a manager with an empty ready queue.
+func NewManager(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		cfg:   cfg,
+		index: make(map[string]int, len(cfg.Types)),
+		queue: NewReadyQueue(),
+		units: map[string]*Unit{},
+	}
+	names := make([]string, len(cfg.Types))
+	for i, t := range cfg.Types {
+		m.index[t.Name] = i
+		names[i] = t.Name
+	}
+	m.metrics = newMetrics(cfg.Registerer, names, m)
+	return m, nil
+}
+
+// Queue returns the ready queue the dispatcher pops.
+func (m *Manager) Queue() *ReadyQueue { return m.queue }
+
+// HeldBytes returns the payload bytes of all bundles held in units.
+func (m *Manager) HeldBytes() int64 { return m.held.Load() }
+
+// Insert hands b to its hub's unit and queues the unit if it became ready.
+// It never blocks on the database or the dispatcher.
+func (m *Manager) Insert(b *bundle.Bundle) {
+	u := m.unit(b.Hub)
+	if u.Insert(b) {
+		m.queue.Push(u)
+	}
+}
+
+// Report records a job's outcome on its unit and queues the unit again if
+// it is ready; it returns after how long a retry falls due (0 for none), for
+// the caller to call Wake then.
+func (m *Manager) Report(job *Job, out Outcome) time.Duration {
+	ready, retryIn := job.Unit.Report(job, out)
+	if ready {
+		m.queue.Push(job.Unit)
+	}
+	return retryIn
+}
+
+// Wake queues u if the passing of time made it ready (a retry fell due).
+func (m *Manager) Wake(u *Unit) {
+	if u.wake() {
+		m.queue.Push(u)
+	}
+}
+
+// Restore records a version already in the database, so that replayed
+// older bundles are dropped as stale and dependencies count it as
+// processed. Call it at start-up, before the first Insert.
+func (m *Manager) Restore(hub, typ string, v bundle.Version) {
+	m.unit(hub).restore(typ, v)
+}
+
+// Lookup returns the unit of hub, if it exists.
+func (m *Manager) Lookup(hub string) (*Unit, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	u, ok := m.units[hub]
+	return u, ok
+}
+
+// Len returns the number of units.
+func (m *Manager) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.units)
+}
+
+// Units returns all units sorted by hub.
+func (m *Manager) Units() []*Unit {
+	m.mu.RLock()
+	us := make([]*Unit, 0, len(m.units))
+	for _, u := range m.units {
+		us = append(us, u)
+	}
+	m.mu.RUnlock()
+	sort.Slice(us, func(i, j int) bool { return us[i].Hub < us[j].Hub })
+	return us
+}
+
+func (m *Manager) unit(hub string) *Unit {
+	m.mu.RLock()
+	u, ok := m.units[hub]
+	m.mu.RUnlock()
+	if ok {
+		return u
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u, ok := m.units[hub]; ok {
+		return u
+	}
+	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.cfg.Types)), created: m.cfg.Now()}
+	for i, t := range m.cfg.Types {
+		u.slots[i] = slot{info: t, dep: -1, merge: m.cfg.Merge[t.Name]}
+		if t.Rule != bundle.NoDependency {
+			u.slots[i].dep = m.index[t.DependsOn]
+		}
+	}
+	m.units[hub] = u
+	return u
+}

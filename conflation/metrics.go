@@ -1,0 +1,55 @@
+package conflation
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type counter interface{ Inc() }
+
+// typeMetrics are one bundle type's counters, curried once so the hot path
+// does no label lookups.
+type typeMetrics struct {
+	inserted, conflated, stale, merged, retries prometheus.Counter
+}
+
+type metrics struct {
+	types   []*typeMetrics
+	unknown prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics {
+	bundles := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "bundles_total",
+		Help: "Bundles inserted into conflation units, by type and outcome: inserted (accepted), conflated (replaced before being written), stale (not newer than what the unit held or processed), merged (folded into another delta), unknown_type.",
+	}, []string{"type", "outcome"})
+	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "retries_total",
+		Help: "Transient write failures scheduled for a retry, by bundle type.",
+	}, []string{"type"})
+	units := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "units",
+		Help: "Conflation units (hubs) known to the bridge.",
+	}, func() float64 { return float64(m.Len()) })
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "buffered_bytes",
+		Help: "Payload bytes of the bundles held in all units, written or not yet.",
+	}, func() float64 { return float64(m.held.Load()) })
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "ready_queue_length",
+		Help: "Units waiting on the ready queue for a worker.",
+	}, func() float64 { return float64(m.queue.Len()) })
+	if reg != nil {
+		reg.MustRegister(bundles, retries, units, held, ready)
+	}
+	out := &metrics{unknown: bundles.WithLabelValues("", "unknown_type")}
+	for _, t := range types {
+		out.types = append(out.types, &typeMetrics{
+			inserted:  bundles.WithLabelValues(t, "inserted"),
+			conflated: bundles.WithLabelValues(t, "conflated"),
+			stale:     bundles.WithLabelValues(t, "stale"),
+			merged:    bundles.WithLabelValues(t, "merged"),
+			retries:   retries.WithLabelValues(t),
+		})
+	}
+	return out
+}

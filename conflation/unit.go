@@ -1,0 +1,390 @@
+package conflation
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// ErrNoReadyBundle is returned by Next when nothing in the unit may be
+// written now (everything waits for a dependency or a retry, or a newer
+// bundle made what was ready stale after the unit was queued).
+var ErrNoReadyBundle = errors.New("conflation: no ready bundle")
+
+// Outcome is what became of a job.
+type Outcome uint8
+
+const (
+	// Applied: the job was written, or the database already held a version
+	// at least as new (the fence wrote nothing). Either way it is done.
+	Applied Outcome = iota + 1
+	// Transient: the write failed for a reason that is not the bundle's
+	// fault; it stays in the unit and is retried after a backoff.
+	Transient
+	// Permanent: the bundle can never be written; the worker dead-lettered
+	// it and the unit forgets it.
+	Permanent
+)
+
+// Job is the work a unit hands to a worker: one complete bundle, or a
+// group of deltas or stream events of one type, in version order.
+type Job struct {
+	Unit    *Unit
+	Type    string
+	Kind    bundle.Kind
+	Bundles []*bundle.Bundle
+	// Attempt counts earlier transient failures of this type's writes.
+	Attempt int
+	slot    int
+}
+
+// Last returns the newest bundle of the job, whose version the job writes.
+func (j *Job) Last() *bundle.Bundle { return j.Bundles[len(j.Bundles)-1] }
+
+// Unit holds the unwritten bundles of one hub.
+//
+// Invariants, under mu: queued means the unit is on the ready queue (at most
+// once); busy means a worker holds a Job from it; never both. Lock order:
+// Unit.mu before committer and metric locks taken by Release; never the
+// ready queue's lock (pushes happen after mu is released).
+type Unit struct {
+	Hub string
+
+	m       *Manager
+	mu      sync.Mutex
+	slots   []slot
+	queued  bool
+	busy    bool
+	created time.Time
+}
+
+// Insert adds b, replacing an older unwritten bundle of its type. It
+// returns whether the unit became ready; the caller must then push it on
+// the ready queue (Manager.Insert does).
+func (u *Unit) Insert(b *bundle.Bundle) bool {
+	var rel releaser
+	u.mu.Lock()
+	ready := u.insertLocked(b, &rel)
+	u.mu.Unlock()
+	rel.run(u.m)
+	return ready
+}
+
+func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
+	// Count every inserted bundle as held; whatever releases it, now or
+	// later, subtracts it again.
+	u.m.held.Add(int64(b.Size))
+	i, ok := u.m.index[b.Type]
+	if !ok {
+		rel.add(b, u.m.metrics.unknown)
+		return false
+	}
+	s := &u.slots[i]
+	tm := u.m.metrics.types[i]
+	if s.hasSeen && !b.Version.Newer(s.seen) {
+		rel.add(b, tm.stale)
+		return false
+	}
+	switch s.info.Kind {
+	case bundle.Complete:
+		for _, old := range s.pending {
+			rel.add(old, tm.conflated)
+		}
+		s.pending = append(s.pending[:0], b)
+		s.waitingSince = b.ReceivedAt
+	case bundle.Delta:
+		if s.info.Rule == bundle.Exactly {
+			d := &u.slots[s.dep]
+			if d.hasSeen && b.Dependency.Compare(d.seen) < 0 {
+				// Its base was already replaced by a newer one.
+				rel.add(b, tm.stale)
+				return false
+			}
+		}
+		if base, ok := s.base(); ok && base != b.Dependency {
+			if b.Dependency.Compare(base) < 0 {
+				rel.add(b, tm.stale)
+				return false
+			}
+			// A newer base exists: the waiting group can never apply.
+			for _, old := range s.pending {
+				rel.add(old, tm.stale)
+			}
+			s.pending = s.pending[:0]
+		}
+		if len(s.pending) == 0 {
+			s.waitingSince = b.ReceivedAt
+		}
+		s.pending = append(s.pending, b)
+		if s.merge != nil && u.m.cfg.MaxDeltaBytes > 0 && s.pendingBytes() > u.m.cfg.MaxDeltaBytes {
+			u.mergeLocked(s, rel, tm)
+		}
+	case bundle.Stream:
+		if len(s.pending) == 0 {
+			s.waitingSince = b.ReceivedAt
+		}
+		s.pending = append(s.pending, b)
+	}
+	s.seen, s.hasSeen = b.Version, true
+	tm.inserted.Inc()
+	// A newer base makes the deltas waiting on older ones stale.
+	u.pruneDependentsLocked(i, rel)
+	return u.becomeReadyLocked()
+}
+
+// mergeLocked folds the pending deltas into one bundle that keeps the
+// oldest one's origin, so the committer stays behind every merged offset,
+// and the newest one's version.
+func (u *Unit) mergeLocked(s *slot, rel *releaser, tm *typeMetrics) {
+	if len(s.pending) < 2 {
+		return
+	}
+	first := s.pending[0]
+	acc := first.Payload
+	size := first.Size
+	for _, b := range s.pending[1:] {
+		acc = s.merge(acc, b.Payload)
+		size += b.Size
+	}
+	merged := *first // keeps the first's origin and tracker
+	last := s.pending[len(s.pending)-1]
+	merged.Payload, merged.Version, merged.EventTime = acc, last.Version, last.EventTime
+	merged.Size = size
+	for _, b := range s.pending[1:] {
+		rel.add(b, tm.merged)
+	}
+	// The merged bundle still accounts for the released ones' bytes, which
+	// it now holds; undo the decrement their release will make.
+	for _, b := range s.pending[1:] {
+		u.m.held.Add(int64(b.Size))
+	}
+	clear(s.pending)
+	s.pending = append(s.pending[:0], &merged)
+}
+
+// pruneDependentsLocked drops delta groups whose base is older than the
+// newest version seen or processed of the slot they depend on.
+func (u *Unit) pruneDependentsLocked(dep int, rel *releaser) {
+	d := &u.slots[dep]
+	for i := range u.slots {
+		s := &u.slots[i]
+		if s.dep != dep || s.info.Rule != bundle.Exactly || len(s.pending) == 0 {
+			continue
+		}
+		base, _ := s.base()
+		if d.hasSeen && base.Compare(d.seen) < 0 {
+			for _, b := range s.pending {
+				rel.add(b, u.m.metrics.types[i].stale)
+			}
+			clear(s.pending)
+			s.pending = s.pending[:0]
+		}
+	}
+}
+
+// readyLocked reports whether slot i may be written now.
+func (u *Unit) readyLocked(i int, now time.Time) bool {
+	s := &u.slots[i]
+	if len(s.pending) == 0 || s.inflight != nil || now.Before(s.retryAt) {
+		return false
+	}
+	return u.depSatisfiedLocked(i)
+}
+
+func (u *Unit) depSatisfiedLocked(i int) bool {
+	s := &u.slots[i]
+	if s.info.Rule == bundle.NoDependency {
+		return true
+	}
+	d := &u.slots[s.dep]
+	if !d.hasProcessed {
+		return false
+	}
+	switch s.info.Rule {
+	case bundle.AfterProcessed:
+		return true
+	case bundle.AtLeast:
+		return d.processed.Compare(s.pending[0].Dependency) >= 0
+	case bundle.Exactly:
+		return d.processed == s.pending[0].Dependency
+	}
+	return false
+}
+
+// becomeReadyLocked marks the unit queued if it is idle and has something
+// ready; the caller pushes it when this returns true.
+func (u *Unit) becomeReadyLocked() bool {
+	if u.queued || u.busy {
+		return false
+	}
+	now := u.m.cfg.Now()
+	for i := range u.slots {
+		if u.readyLocked(i, now) {
+			u.queued = true
+			return true
+		}
+	}
+	return false
+}
+
+// Next takes the highest-priority ready work out of the unit. The unit must
+// have been popped from the ready queue; it stays busy until Report.
+func (u *Unit) Next() (*Job, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.busy {
+		// A worker has a job from this unit; a second one would break
+		// the hub's write order.
+		return nil, ErrNoReadyBundle
+	}
+	u.queued = false
+	now := u.m.cfg.Now()
+	for i := range u.slots {
+		if !u.readyLocked(i, now) {
+			continue
+		}
+		s := &u.slots[i]
+		job := &Job{Unit: u, Type: s.info.Name, Kind: s.info.Kind, Attempt: s.attempts, slot: i}
+		job.Bundles = append(job.Bundles, s.pending...)
+		clear(s.pending)
+		s.pending = s.pending[:0]
+		s.inflight = job.Bundles
+		u.busy = true
+		return job, nil
+	}
+	return nil, ErrNoReadyBundle
+}
+
+// Report records the outcome of a job taken with Next. It returns whether
+// the unit is ready again (push it) and, if not, after how long a retry
+// becomes due (0 when none is waiting); the caller arranges Manager.Wake
+// then.
+func (u *Unit) Report(job *Job, out Outcome) (ready bool, retryIn time.Duration) {
+	var rel releaser
+	u.mu.Lock()
+	ready, retryIn = u.reportLocked(job, out, &rel)
+	u.mu.Unlock()
+	rel.run(u.m)
+	return ready, retryIn
+}
+
+func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Duration) {
+	s := &u.slots[job.slot]
+	tm := u.m.metrics.types[job.slot]
+	s.inflight = nil
+	u.busy = false
+	now := u.m.cfg.Now()
+	switch out {
+	case Applied:
+		v := job.Last().Version
+		if !s.hasProcessed || v.Newer(s.processed) {
+			s.processed, s.hasProcessed = v, true
+		}
+		s.attempts, s.retryAt, s.lastErr = 0, time.Time{}, ""
+		for _, b := range job.Bundles {
+			rel.add(b, nil)
+		}
+		u.pruneDependentsLocked(job.slot, rel)
+	case Transient:
+		s.attempts++
+		s.retryAt = now.Add(u.m.cfg.Backoff.delay(s.attempts))
+		tm.retries.Inc()
+		u.requeueLocked(s, job, rel, tm)
+	case Permanent:
+		s.attempts, s.retryAt = 0, time.Time{}
+		for _, b := range job.Bundles {
+			rel.add(b, nil)
+		}
+	}
+	if u.becomeReadyLocked() {
+		return true, 0
+	}
+	return false, u.nextRetryLocked(now)
+}
+
+// requeueLocked puts a failed job's bundles back in front of anything that
+// arrived meanwhile, unless what arrived replaces them.
+func (u *Unit) requeueLocked(s *slot, job *Job, rel *releaser, tm *typeMetrics) {
+	switch s.info.Kind {
+	case bundle.Complete:
+		if len(s.pending) > 0 {
+			for _, b := range job.Bundles {
+				rel.add(b, tm.conflated)
+			}
+			return
+		}
+		s.pending = append(s.pending, job.Bundles...)
+	case bundle.Delta:
+		if base, ok := s.base(); ok && base != job.Bundles[0].Dependency {
+			for _, b := range job.Bundles {
+				rel.add(b, tm.stale)
+			}
+			return
+		}
+		s.pending = append(append([]*bundle.Bundle(nil), job.Bundles...), s.pending...)
+		u.pruneDependentsLocked(s.dep, rel)
+	case bundle.Stream:
+		s.pending = append(append([]*bundle.Bundle(nil), job.Bundles...), s.pending...)
+	}
+}
+
+// nextRetryLocked returns how long until the earliest retry of a slot that
+// waits only for its backoff.
+func (u *Unit) nextRetryLocked(now time.Time) time.Duration {
+	var min time.Duration
+	for i := range u.slots {
+		s := &u.slots[i]
+		if len(s.pending) == 0 || s.inflight != nil || !now.Before(s.retryAt) || !u.depSatisfiedLocked(i) {
+			continue
+		}
+		if d := s.retryAt.Sub(now); min == 0 || d < min {
+			min = d
+		}
+	}
+	return min
+}
+
+// wake marks the unit queued if it became ready by the passing of time.
+func (u *Unit) wake() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.becomeReadyLocked()
+}
+
+// restore records a version already in the database.
+func (u *Unit) restore(typ string, v bundle.Version) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	i, ok := u.m.index[typ]
+	if !ok {
+		return
+	}
+	s := &u.slots[i]
+	if !s.hasProcessed || v.Newer(s.processed) {
+		s.processed, s.hasProcessed = v, true
+	}
+	if !s.hasSeen || v.Newer(s.seen) {
+		s.seen, s.hasSeen = v, true
+	}
+}
+
+// releaser collects bundles to release once the unit's mutex is dropped.
+type releaser struct {
+	bs []*bundle.Bundle
+}
+
+func (r *releaser) add(b *bundle.Bundle, c counter) {
+	if c != nil {
+		c.Inc()
+	}
+	r.bs = append(r.bs, b)
+}
+
+func (r *releaser) run(m *Manager) {
+	for _, b := range r.bs {
+		m.held.Add(-int64(b.Size))
+		b.Release()
+	}
+}

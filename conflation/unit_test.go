@@ -1,0 +1,169 @@
+package conflation
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+func TestLatestWins(t *testing.T) {
+	f := newFixture(t)
+	b1 := f.insert("hub1", "managedclusters", v(1, 1), nil)
+	b2 := f.insert("hub1", "managedclusters", v(1, 2), nil)
+	b3 := f.insert("hub1", "managedclusters", v(1, 3), nil)
+	if f.m.queue.Len() != 1 {
+		t.Fatalf("queue length %d, want 1 (a unit is queued at most once)", f.m.queue.Len())
+	}
+	j := f.take()
+	if got := versions(j); !slices.Equal(got, []bundle.Version{v(1, 3)}) {
+		t.Fatalf("job versions %v, want [1.3]", got)
+	}
+	for _, b := range []*bundle.Bundle{b1, b2} {
+		if f.done.count(b.Origin.Offset) != 1 {
+			t.Errorf("conflated bundle at offset %d not released", b.Origin.Offset)
+		}
+	}
+	if f.done.count(b3.Origin.Offset) != 0 {
+		t.Fatalf("in-flight bundle released before its report")
+	}
+	f.m.Report(j, Applied)
+	if f.done.count(b3.Origin.Offset) != 1 {
+		t.Fatalf("written bundle not released")
+	}
+	if f.m.HeldBytes() != 0 {
+		t.Fatalf("held bytes %d after everything was written", f.m.HeldBytes())
+	}
+}
+
+func TestStaleDropped(t *testing.T) {
+	cases := []struct {
+		name     string
+		restored *bundle.Version
+		first    bundle.Version
+		second   bundle.Version
+	}{
+		{"duplicate", nil, v(1, 5), v(1, 5)},
+		{"older generation", nil, v(1, 5), v(1, 4)},
+		{"older incarnation, higher generation", nil, v(2, 1), v(1, 99)},
+		{"restored version replayed", ptr(v(1, 7)), v(1, 7), v(1, 6)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tc.restored != nil {
+				f.m.Restore("hub1", "managedclusters", *tc.restored)
+			}
+			first := f.insert("hub1", "managedclusters", tc.first, nil)
+			second := f.insert("hub1", "managedclusters", tc.second, nil)
+			if f.done.count(second.Origin.Offset) != 1 {
+				t.Fatalf("stale bundle %v not released at once", tc.second)
+			}
+			if tc.restored != nil {
+				// Even the first is not newer than the database.
+				if f.done.count(first.Origin.Offset) != 1 {
+					t.Fatalf("bundle equal to the restored version kept")
+				}
+				f.noneReady()
+				return
+			}
+			j := f.take()
+			if j.Last() != first {
+				t.Fatalf("job holds %v, want the first bundle %v", j.Last().Version, tc.first)
+			}
+		})
+	}
+}
+
+func ptr[T any](x T) *T { return &x }
+
+func TestOneWorkerPerUnit(t *testing.T) {
+	f := newFixture(t)
+	f.insert("hub1", "heartbeat", v(1, 1), nil)
+	j := f.take()
+	// While the job is out, newer bundles arrive: the unit must not be
+	// queued again, or a second worker could write the hub concurrently.
+	f.insert("hub1", "heartbeat", v(1, 2), nil)
+	f.insert("hub1", "managedclusters", v(1, 3), nil)
+	f.noneReady()
+	u, _ := f.m.Lookup("hub1")
+	if _, err := u.Next(); !errors.Is(err, ErrNoReadyBundle) {
+		t.Fatalf("Next on a busy unit: %v, want ErrNoReadyBundle", err)
+	}
+	f.m.Report(j, Applied)
+	if f.m.queue.Len() != 1 {
+		t.Fatalf("unit not ready again after a report while more is held")
+	}
+	j = f.take()
+	if j.Type != "heartbeat" || j.Last().Version != v(1, 2) {
+		t.Fatalf("got %s %v, want heartbeat 1.2 first by priority", j.Type, j.Last().Version)
+	}
+	f.m.Report(j, Applied)
+	j = f.take()
+	if j.Type != "managedclusters" {
+		t.Fatalf("got %s, want managedclusters", j.Type)
+	}
+	f.m.Report(j, Applied)
+	f.noneReady()
+}
+
+func TestTransientRetryAfterBackoff(t *testing.T) {
+	f := newFixture(t)
+	b := f.insert("hub1", "managedclusters", v(1, 1), nil)
+	j := f.take()
+	retryIn := f.m.Report(j, Transient)
+	if retryIn <= 0 {
+		t.Fatalf("retry delay %v, want positive", retryIn)
+	}
+	f.noneReady()
+	if f.done.count(b.Origin.Offset) != 0 {
+		t.Fatalf("a transiently failed bundle was released")
+	}
+	u := j.Unit
+	f.m.Wake(u) // too early: nothing happens
+	f.noneReady()
+	f.clock.Advance(retryIn)
+	f.m.Wake(u)
+	j = f.take()
+	if j.Last() != b || j.Attempt != 1 {
+		t.Fatalf("retry job %v attempt %d, want the same bundle, attempt 1", j.Last().Version, j.Attempt)
+	}
+	// A newer bundle arriving during the retry replaces the failed one.
+	nb := f.insert("hub1", "managedclusters", v(1, 2), nil)
+	f.m.Report(j, Transient)
+	if f.done.count(b.Origin.Offset) != 1 {
+		t.Fatalf("failed bundle not released after a newer one replaced it")
+	}
+	f.clock.Advance(time.Minute)
+	f.m.Wake(u)
+	j = f.take()
+	if j.Last() != nb {
+		t.Fatalf("got %v, want the newer bundle", j.Last().Version)
+	}
+	f.m.Report(j, Permanent)
+	if f.done.count(nb.Origin.Offset) != 1 {
+		t.Fatalf("dead-lettered bundle not released")
+	}
+}
+
+func TestReadyQueuePopBlocks(t *testing.T) {
+	q := NewReadyQueue()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := q.Pop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Pop on empty queue: %v, want deadline exceeded", err)
+	}
+	u := &Unit{Hub: "a"}
+	got := make(chan *Unit)
+	go func() {
+		u, _ := q.Pop(context.Background())
+		got <- u
+	}()
+	q.Push(u)
+	if g := <-got; g != u {
+		t.Fatalf("popped %v, want %v", g, u)
+	}
+}

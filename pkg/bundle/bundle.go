@@ -1,0 +1,80 @@
+package bundle
+
+import "time"
+
+// Kind says how the bridge treats a bundle type.
+type Kind uint8
+
+const (
+	// Complete bundles carry a hub's whole state of one kind; only the
+	// latest one not yet written matters, so older ones are conflated away.
+	Complete Kind = iota + 1
+	// Delta bundles carry changes on top of one complete base bundle; they
+	// are kept in order and written as one group.
+	Delta
+	// Stream bundles carry events; every one is written, none conflated.
+	Stream
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Complete:
+		return "complete"
+	case Delta:
+		return "delta"
+	case Stream:
+		return "stream"
+	}
+	return "unknown"
+}
+
+// Origin is where a bundle was read from. The committer uses it to decide
+// how far each partition may be committed.
+type Origin struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Tracker is told when the bridge no longer needs a bundle's message: it was
+// written, found stale, conflated away or dead-lettered. Implementations
+// must be safe for concurrent use and must not block.
+type Tracker interface {
+	Done(o Origin)
+}
+
+// Bundle is one decoded status report of one hub. Once inserted into a
+// conflation unit it is not modified: the unit hands the same pointer to a
+// worker while it keeps accepting newer bundles.
+type Bundle struct {
+	Hub  string
+	Type string
+	// Version orders bundles of one hub and type.
+	Version Version
+	// Dependency is the version of the base bundle this one builds on
+	// (extdependencyversion); HasDependency says whether one was sent.
+	Dependency    Version
+	HasDependency bool
+
+	// Payload is the decoded data, of the type the bundle type's decoder
+	// returns; Size is the length of the raw data, for memory accounting.
+	Payload any
+	Size    int
+
+	Origin     Origin
+	EventTime  time.Time // when the hub produced it (CloudEvents time)
+	ReceivedAt time.Time // when the bridge read it
+
+	tracker Tracker
+}
+
+// Track makes b report its message done to t when Release is called.
+func (b *Bundle) Track(t Tracker) { b.tracker = t }
+
+// Release tells the tracker, if any, that b's message is no longer needed.
+// Call it exactly once per tracked bundle.
+func (b *Bundle) Release() {
+	if b.tracker != nil {
+		b.tracker.Done(b.Origin)
+	}
+}

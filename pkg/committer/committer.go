@@ -1,0 +1,211 @@
+package committer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Position is a committed place in one partition, as stored in
+// status.transport.
+type Position struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	ClusterID string `json:"clusterId"`
+}
+
+// Store persists positions.
+type Store interface {
+	Save(ctx context.Context, ps []Position) error
+}
+
+// Config configures a Committer.
+type Config struct {
+	// Interval between commits of positions that moved.
+	Interval time.Duration
+	// OnCommit, when set, is called with the positions just persisted, for
+	// example to commit them to the Kafka consumer group as well so that
+	// standard lag tools work. Postgres stays the source of truth.
+	OnCommit func([]Position)
+}
+
+// DefaultInterval is the default commit interval.
+const DefaultInterval = 5 * time.Second
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.Interval <= 0 {
+		return fmt.Errorf("commit interval must be positive, got %v", c.Interval)
+	}
+	return nil
+}
+
+// Committer owns the Partition trackers of the assigned partitions and
+// persists their positions.
+//
+// Lock order: Committer.mu, then Partition.mu. Store I/O happens with
+// neither held; commitMu serialises whole commits so that positions are
+// stored in order.
+type Committer struct {
+	cfg    Config
+	store  Store
+	logger *zap.Logger
+
+	commitMu sync.Mutex
+
+	mu        sync.Mutex
+	parts     map[key]*Partition
+	clusterID string
+	lastErr   error
+	lastOK    time.Time
+}
+
+type key struct {
+	topic     string
+	partition int32
+}
+
+// New returns a committer persisting to store.
+func New(cfg Config, store Store, logger *zap.Logger) (*Committer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Committer{cfg: cfg, store: store, logger: logger, parts: map[key]*Partition{}}, nil
+}
+
+// SetClusterID records the Kafka cluster id stored beside each position.
+func (c *Committer) SetClusterID(id string) {
+	c.mu.Lock()
+	c.clusterID = id
+	c.mu.Unlock()
+}
+
+// Assign starts tracking a partition whose reading starts at start (-1 when
+// the broker decides, for example by auto.offset.reset).
+func (c *Committer) Assign(topic string, partition int32, start int64) *Partition {
+	p := newPartition(topic, partition, start)
+	c.mu.Lock()
+	c.parts[key{topic, partition}] = p
+	c.mu.Unlock()
+	return p
+}
+
+// Lookup returns the tracker of an assigned partition.
+func (c *Committer) Lookup(topic string, partition int32) (*Partition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.parts[key{topic, partition}]
+	return p, ok
+}
+
+// Partitions returns the trackers of all assigned partitions, sorted.
+func (c *Committer) Partitions() []*Partition {
+	c.mu.Lock()
+	ps := make([]*Partition, 0, len(c.parts))
+	for _, p := range c.parts {
+		ps = append(ps, p)
+	}
+	c.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Topic != ps[j].Topic {
+			return ps[i].Topic < ps[j].Topic
+		}
+		return ps[i].Partition < ps[j].Partition
+	})
+	return ps
+}
+
+// Revoke commits a partition a last time and stops tracking it.
+func (c *Committer) Revoke(ctx context.Context, topic string, partition int32) error {
+	c.mu.Lock()
+	p, ok := c.parts[key{topic, partition}]
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	err := c.commit(ctx, []*Partition{p})
+	c.mu.Lock()
+	if c.parts[key{topic, partition}] == p {
+		delete(c.parts, key{topic, partition})
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// Commit persists every position that moved since the last commit.
+func (c *Committer) Commit(ctx context.Context) error {
+	return c.commit(ctx, c.Partitions())
+}
+
+func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+
+	c.mu.Lock()
+	clusterID := c.clusterID
+	c.mu.Unlock()
+
+	var (
+		ps    []Position
+		moved []*Partition
+	)
+	for _, p := range parts {
+		if off, ok := p.pending(); ok {
+			ps = append(ps, Position{Topic: p.Topic, Partition: p.Partition, Offset: off, ClusterID: clusterID})
+			moved = append(moved, p)
+		}
+	}
+	var err error
+	if len(ps) > 0 {
+		err = c.store.Save(ctx, ps)
+	}
+	c.mu.Lock()
+	c.lastErr = err
+	if err == nil {
+		c.lastOK = time.Now()
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("commit %d positions: %w", len(ps), err)
+	}
+	for i, p := range moved {
+		p.markCommitted(ps[i].Offset)
+	}
+	if len(ps) > 0 && c.cfg.OnCommit != nil {
+		c.cfg.OnCommit(ps)
+	}
+	return nil
+}
+
+// Err returns the error of the last commit, nil when it succeeded.
+func (c *Committer) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// Run commits every interval until ctx ends. It does not commit on the way
+// out: the shutdown sequence calls Commit once the workers have stopped, so
+// the final position includes their last writes.
+func (c *Committer) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := c.Commit(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				// A failing database is retried at the next tick; the
+				// positions only ever move forward, so nothing is lost.
+				c.logger.Warn("commit offsets failed", zap.Error(err))
+			}
+		}
+	}
+}
