@@ -32,4 +32,3 @@ func (b Backoff) delay(n int) time.Duration {
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(half)))
 }
-

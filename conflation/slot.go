@@ -9,9 +9,9 @@ import (
 // slot is a unit's state for one bundle type. It is only touched under the
 // unit's mutex.
 type slot struct {
-	info   bundle.TypeInfo
-	dep    int // index of the slot this one depends on, -1 for none
-	merge  MergeFunc
+	info  bundle.TypeInfo
+	dep   int // index of the slot this one depends on, -1 for none
+	merge MergeFunc
 	// pending holds what is waiting to be written: at most one bundle for a
 	// complete type; for deltas and streams an ordered list (deltas all on
 	// one base).
@@ -22,12 +22,12 @@ type slot struct {
 	// processed is the version last written (or restored from the
 	// database); seen is the newest version accepted at all. A bundle not
 	// newer than seen is stale.
-	processed, seen         bundle.Version
-	hasProcessed, hasSeen   bool
-	attempts                int
-	retryAt                 time.Time
-	waitingSince            time.Time // when the oldest pending bundle arrived
-	lastErr                 string
+	processed, seen       bundle.Version
+	hasProcessed, hasSeen bool
+	attempts              int
+	retryAt               time.Time
+	waitingSince          time.Time // when the oldest pending bundle arrived
+	lastErr               string
 }
 
 // base returns the dependency version of the pending group (deltas).

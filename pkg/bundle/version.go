@@ -72,4 +72,3 @@ func (v Version) Compare(w Version) int {
 
 // Newer reports whether v is strictly newer than w.
 func (v Version) Newer(w Version) bool { return v.Compare(w) > 0 }
-
