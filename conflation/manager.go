@@ -14,7 +14,7 @@ import (
 
 // MergeFunc folds a newer delta payload into an older one (later wins) and
 // returns the result. It may modify older but not newer.
-type MergeFunc func(older, newer any) any
+type MergeFunc = func(older, newer any) any
 
 // Config configures a Manager.
 type Config struct {

@@ -1,0 +1,68 @@
+package conflation
+
+import "time"
+
+// TypeState is what a unit holds for one bundle type, for /debug/units.
+type TypeState struct {
+	Type      string  `json:"type"`
+	Held      string  `json:"held,omitempty"`      // version of the newest unwritten bundle
+	HeldCount int     `json:"heldCount,omitempty"` // deltas or events waiting
+	InFlight  string  `json:"inFlight,omitempty"`
+	Processed string  `json:"processed,omitempty"`
+	Waiting   string  `json:"waiting,omitempty"` // why held work is not ready
+	Retries   int     `json:"retries,omitempty"`
+	AgeSec    float64 `json:"ageSeconds,omitempty"` // how long the oldest held bundle waits
+}
+
+// UnitState is a unit's state, for /debug/units.
+type UnitState struct {
+	Hub    string      `json:"hub"`
+	Queued bool        `json:"queued"`
+	Busy   bool        `json:"busy"`
+	Types  []TypeState `json:"types"`
+}
+
+// Snapshot returns the unit's state; types with nothing known are left out.
+func (u *Unit) Snapshot() UnitState {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.m.cfg.Now()
+	st := UnitState{Hub: u.Hub, Queued: u.queued, Busy: u.busy}
+	for i := range u.slots {
+		s := &u.slots[i]
+		if len(s.pending) == 0 && s.inflight == nil && !s.hasProcessed {
+			continue
+		}
+		ts := TypeState{Type: s.info.Name, Retries: s.attempts}
+		if n := len(s.pending); n > 0 {
+			ts.Held = s.pending[n-1].Version.String()
+			ts.HeldCount = n
+			ts.AgeSec = now.Sub(s.waitingSince).Seconds()
+			ts.Waiting = u.waitingLocked(i, now)
+		}
+		if n := len(s.inflight); n > 0 {
+			ts.InFlight = s.inflight[n-1].Version.String()
+		}
+		if s.hasProcessed {
+			ts.Processed = s.processed.String()
+		}
+		st.Types = append(st.Types, ts)
+	}
+	return st
+}
+
+// waitingLocked says why slot i's held work is not being written.
+func (u *Unit) waitingLocked(i int, now time.Time) string {
+	s := &u.slots[i]
+	switch {
+	case s.inflight != nil:
+		return "in flight"
+	case now.Before(s.retryAt):
+		return "retry backoff"
+	case !u.depSatisfiedLocked(i):
+		return "dependency " + s.info.DependsOn
+	case u.busy:
+		return "unit busy"
+	}
+	return "ready"
+}
