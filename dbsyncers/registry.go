@@ -1,0 +1,111 @@
+package dbsyncers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// DB is what handlers need from a connection: both pgx.Tx and
+// *pgxpool.Pool have these methods.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// Syncer is everything the bridge knows about one bundle type.
+type Syncer struct {
+	bundle.TypeInfo
+	// Decode turns the event data into the payload handed to Handle. An
+	// error means the bundle can never be applied (a dead letter).
+	Decode func(data []byte) (any, error)
+	// Handle writes the bundles of one hub to the database. Complete and
+	// stream bundles come one at a time; deltas come as one ordered group.
+	Handle func(ctx context.Context, db DB, bundles []*bundle.Bundle) error
+}
+
+// ErrDuplicateType is returned by Register for a type registered twice.
+var ErrDuplicateType = errors.New("bundle type registered twice")
+
+// Registry lists the syncers in priority order. It is filled once at start
+// and read-only afterwards.
+type Registry struct {
+	order  []*Syncer
+	byType map[string]*Syncer
+}
+
+// NewRegistry returns a registry holding the given syncers, in that order
+// (which is also the order units serve them in).
+func NewRegistry(syncers ...Syncer) (*Registry, error) {
+	r := &Registry{byType: make(map[string]*Syncer, len(syncers))}
+	for i := range syncers {
+		if err := r.Register(syncers[i]); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Default returns the registry of every bundle type the bridge ships with.
+func Default() *Registry {
+	r, err := NewRegistry(
+		Heartbeat(),
+		ManagedClusters(),
+	)
+	if err != nil {
+		panic(err) // the built-in list is fixed; a duplicate is a programming error
+	}
+	return r
+}
+
+// Register adds s after the syncers already registered.
+func (r *Registry) Register(s Syncer) error {
+	if s.Name == "" || s.Decode == nil || s.Handle == nil {
+		return fmt.Errorf("syncer %q: name, decoder and handler are required", s.Name)
+	}
+	if _, ok := r.byType[s.Name]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicateType, s.Name)
+	}
+	if s.Rule != bundle.NoDependency {
+		if _, ok := r.byType[s.DependsOn]; !ok {
+			return fmt.Errorf("syncer %q depends on %q, which must be registered first", s.Name, s.DependsOn)
+		}
+	}
+	p := &s
+	r.order = append(r.order, p)
+	r.byType[s.Name] = p
+	return nil
+}
+
+// Lookup returns the syncer of a bundle type.
+func (r *Registry) Lookup(typ string) (*Syncer, bool) {
+	s, ok := r.byType[typ]
+	return s, ok
+}
+
+// Types returns the type descriptions in priority order.
+func (r *Registry) Types() []bundle.TypeInfo {
+	out := make([]bundle.TypeInfo, len(r.order))
+	for i, s := range r.order {
+		out[i] = s.TypeInfo
+	}
+	return out
+}
+
+// decodeJSON is the decoder of most types: strict JSON into T.
+func decodeJSON[T any](data []byte) (any, error) {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}

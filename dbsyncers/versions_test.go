@@ -1,0 +1,192 @@
+package dbsyncers
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/db/dbtest"
+)
+
+// apply runs Registry.Apply in a transaction of its own, as a worker does.
+func apply(t testing.TB, pool *pgxpool.Pool, bundles ...*bundle.Bundle) (bool, error) {
+	t.Helper()
+	var applied bool
+	err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+		var err error
+		applied, err = Default().Apply(t.Context(), tx, bundles)
+		return err
+	})
+	return applied, err
+}
+
+// hubRow returns the hub's updated_at and xmin in status.hubs.
+func hubRow(t testing.TB, pool *pgxpool.Pool, hub string) (time.Time, string) {
+	t.Helper()
+	var at time.Time
+	var xmin string
+	if err := pool.QueryRow(t.Context(), `SELECT updated_at, xmin::text FROM status.hubs WHERE name = $1`, hub).
+		Scan(&at, &xmin); err != nil {
+		t.Fatalf("hub %q in status.hubs: %v", hub, err)
+	}
+	return at, xmin
+}
+
+// TestApplyFence checks the promise that keeps the database from going
+// back in time: a bundle not newer than the stored version writes nothing,
+// neither data nor version nor hub row.
+func TestApplyFence(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	stored := bundle.Version{Incarnation: 1, Generation: 5}
+	tests := []struct {
+		name        string
+		version     bundle.Version
+		wantApplied bool
+	}{
+		{"newer generation", bundle.Version{Incarnation: 1, Generation: 6}, true},
+		{"newer incarnation, lower generation", bundle.Version{Incarnation: 2, Generation: 0}, true},
+		{"equal", stored, false},
+		{"older generation", bundle.Version{Incarnation: 1, Generation: 4}, false},
+		{"older incarnation, higher generation", bundle.Version{Incarnation: 0, Generation: 99}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := "hub-" + tt.name
+			first := newBundle(hub, "managedclusters", stored, mustDecode(t, "managedclusters", clustersData(
+				clusterJSON("a", "uid-a", "1"), clusterJSON("b", "uid-b", "1"))))
+			if applied, err := apply(t, pool, first); err != nil || !applied {
+				t.Fatalf("first Apply = %v, %v; want true, nil", applied, err)
+			}
+			clustersBefore := readClusters(t, pool, hub)
+			versionBefore, _ := readVersion(t, pool, hub, "managedclusters")
+			hubAt, hubXMin := hubRow(t, pool, hub)
+
+			second := newBundle(hub, "managedclusters", tt.version, mustDecode(t, "managedclusters", clustersData(
+				clusterJSON("b", "uid-b", "2"), clusterJSON("c", "uid-c", "2"))))
+			applied, err := apply(t, pool, second)
+			if err != nil || applied != tt.wantApplied {
+				t.Fatalf("second Apply = %v, %v; want %v, nil", applied, err, tt.wantApplied)
+			}
+
+			clusters := readClusters(t, pool, hub)
+			version, _ := readVersion(t, pool, hub, "managedclusters")
+			at, xmin := hubRow(t, pool, hub)
+			if !tt.wantApplied {
+				if !reflect.DeepEqual(clusters, clustersBefore) {
+					t.Errorf("stale bundle changed clusters: %+v, was %+v", clusters, clustersBefore)
+				}
+				if version != versionBefore {
+					t.Errorf("stale bundle changed bundle_versions: %+v, was %+v", version, versionBefore)
+				}
+				if at != hubAt || xmin != hubXMin {
+					t.Errorf("stale bundle touched status.hubs")
+				}
+				return
+			}
+			if want := map[string]string{"b": "2", "c": "2"}; !reflect.DeepEqual(revs(clusters), want) {
+				t.Errorf("clusters = %v, want %v", revs(clusters), want)
+			}
+			if version.Version != tt.version.String() || version.Offset != second.Origin.Offset {
+				t.Errorf("bundle_versions = %+v, want version %s offset %d", version, tt.version, second.Origin.Offset)
+			}
+			if xmin == hubXMin {
+				t.Errorf("applied bundle did not update status.hubs")
+			}
+		})
+	}
+}
+
+// TestApplyMaxVersion: versions are uint64 on the wire; the largest must
+// survive the trip through numeric(20,0) and back, and still compare.
+func TestApplyMaxVersion(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	top := bundle.Version{Incarnation: math.MaxUint64, Generation: math.MaxUint64}
+	hb := func(v bundle.Version) *bundle.Bundle {
+		return newBundle("hub-max", "heartbeat", v, &HeartbeatPayload{})
+	}
+
+	if applied, err := apply(t, pool, hb(bundle.Version{Incarnation: math.MaxUint64, Generation: 1 << 63})); err != nil || !applied {
+		t.Fatalf("Apply below max = %v, %v", applied, err)
+	}
+	if applied, err := apply(t, pool, hb(top)); err != nil || !applied {
+		t.Fatalf("Apply max = %v, %v", applied, err)
+	}
+	for _, v := range []bundle.Version{top, {Incarnation: math.MaxUint64, Generation: math.MaxUint64 - 1}, {Incarnation: math.MaxUint64 - 1, Generation: math.MaxUint64}} {
+		if applied, err := apply(t, pool, hb(v)); err != nil || applied {
+			t.Errorf("Apply %s after max = %v, %v; want false, nil", v, applied, err)
+		}
+	}
+	got, err := db.LoadVersions(t.Context(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadVersions = %+v, want %+v", got, want)
+	}
+}
+
+// TestApplyErrors: bundles that can never be written fail permanently,
+// and, inside the worker's transaction, leave no trace, not even the
+// version fence (else the retry of a fixed bundle would be called stale).
+func TestApplyErrors(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	v := bundle.Version{Incarnation: 1, Generation: 1}
+	tests := []struct {
+		name       string
+		bundles    []*bundle.Bundle
+		wantReason string
+		wantIs     error
+	}{
+		{"unknown type", []*bundle.Bundle{newBundle("hub-e1", "nosuchtype", v, nil)}, ReasonUnknownType, ErrUnknownType},
+		{"no bundles", nil, ReasonBadGroup, nil},
+		{"nil bundle", []*bundle.Bundle{nil}, ReasonBadGroup, nil},
+		{"two hubs", []*bundle.Bundle{
+			newBundle("hub-e2", "heartbeat", v, &HeartbeatPayload{}),
+			newBundle("hub-e3", "heartbeat", v, &HeartbeatPayload{}),
+		}, ReasonBadGroup, nil},
+		{"two types", []*bundle.Bundle{
+			newBundle("hub-e4", "heartbeat", v, &HeartbeatPayload{}),
+			newBundle("hub-e4", "managedclusters", v, &ManagedClustersPayload{}),
+		}, ReasonBadGroup, nil},
+		{"payload of another type", []*bundle.Bundle{newBundle("hub-e5", "managedclusters", v, &HeartbeatPayload{})}, ReasonBadPayload, nil},
+		{"nil payload", []*bundle.Bundle{newBundle("hub-e6", "heartbeat", v, nil)}, ReasonBadPayload, nil},
+		{"cluster without object", []*bundle.Bundle{newBundle("hub-e7", "managedclusters", v,
+			&ManagedClustersPayload{Clusters: []ManagedCluster{{Name: "a"}}})}, ReasonBadPayload, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			applied, err := apply(t, pool, tt.bundles...)
+			if err == nil || applied {
+				t.Fatalf("Apply = %v, %v; want false and an error", applied, err)
+			}
+			var pe *PermanentError
+			if !errors.As(err, &pe) || pe.Reason != tt.wantReason {
+				t.Fatalf("Apply error %v is not a PermanentError with reason %q", err, tt.wantReason)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("Apply error %v is not %v", err, tt.wantIs)
+			}
+		})
+	}
+	var n int
+	if err := pool.QueryRow(t.Context(), `
+		SELECT (SELECT count(*) FROM status.bundle_versions) + (SELECT count(*) FROM status.hubs)
+		     + (SELECT count(*) FROM status.managed_clusters) + (SELECT count(*) FROM status.hub_heartbeats)`).
+		Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("failed Apply calls left %d rows behind", n)
+	}
+}

@@ -1,0 +1,116 @@
+package db
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// redacted replaces every password this package would otherwise print.
+const redacted = "xxxxx"
+
+var (
+	// userinfoPassword matches "scheme://user:password@" in a URL that
+	// net/url cannot parse. It is greedy up to the last '@', as net/url is,
+	// so a password holding an '@' is hidden whole.
+	userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)(.*)@`)
+	// keywordPassword matches password=... and sslpassword=... both in
+	// keyword/value strings (quoted or not) and in URL query strings.
+	keywordPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)`)
+)
+
+// RedactURL returns the PostgreSQL connection string s with every password
+// replaced by "xxxxx": the user-info password and password/sslpassword
+// query parameters of a URL, or password/sslpassword of a keyword/value
+// string. It is meant for logs and error messages, and over-redacts rather
+// than leak when s is malformed.
+func RedactURL(s string) string {
+	if isURL(s) {
+		if u, err := url.Parse(s); err == nil {
+			if _, ok := u.User.Password(); ok {
+				u.User = url.UserPassword(u.User.Username(), redacted)
+			}
+			if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+				for _, k := range []string{"password", "sslpassword"} {
+					if q.Has(k) {
+						q.Set(k, redacted)
+					}
+				}
+				u.RawQuery = q.Encode()
+			}
+			return u.String()
+		}
+		s = userinfoPassword.ReplaceAllString(s, "${1}"+redacted+"@")
+	}
+	return keywordPassword.ReplaceAllString(s, "${1}"+redacted)
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// secrets returns the password spellings that may appear in an error about
+// connection string s: decoded and still-escaped, from the user info, the
+// query or keyword/value pairs.
+func secrets(s string) []string {
+	var out []string
+	add := func(v string) {
+		v = strings.Trim(v, "'")
+		if v != "" && v != redacted {
+			out = append(out, v)
+		}
+	}
+	if isURL(s) {
+		if u, err := url.Parse(s); err == nil {
+			if p, ok := u.User.Password(); ok {
+				add(p)
+			}
+			for _, k := range []string{"password", "sslpassword"} {
+				add(u.Query().Get(k))
+			}
+		}
+		if m := userinfoPassword.FindStringSubmatch(s); m != nil {
+			add(m[2]) // as written, possibly percent-encoded
+		}
+	}
+	for _, m := range keywordPassword.FindAllStringSubmatch(s, -1) {
+		add(m[2])
+		if d, err := url.QueryUnescape(m[2]); err == nil {
+			add(d)
+		}
+	}
+	return out
+}
+
+// scrubbedError carries an error whose text might quote the connection
+// string (net/url and pgconn parse errors do, unredacted). Error shows the
+// text with the connection string and its passwords redacted; Unwrap keeps
+// the original for errors.Is and errors.As.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// RedactError returns err with connString and its passwords redacted from
+// its text, for errors of code that was handed a connection string (the
+// parse errors of net/url and pgconn quote it, password included). The
+// result unwraps to err, so errors.Is and errors.As still see through it.
+// It returns nil for a nil err.
+func RedactError(err error, connString string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if connString != "" {
+		msg = strings.ReplaceAll(msg, connString, RedactURL(connString))
+	}
+	for _, p := range secrets(connString) {
+		msg = strings.ReplaceAll(msg, p, redacted)
+		msg = strings.ReplaceAll(msg, url.QueryEscape(p), redacted)
+		msg = strings.ReplaceAll(msg, url.PathEscape(p), redacted)
+	}
+	return &scrubbedError{msg: msg, err: err}
+}

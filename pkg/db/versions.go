@@ -1,0 +1,82 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// Querier is the one method LoadVersions needs; *pgxpool.Pool, *pgx.Conn
+// and pgx.Tx all have it.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Execer is the one method ResetHub needs; *pgxpool.Pool, *pgx.Conn and
+// pgx.Tx all have it.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// StoredVersion is the version of the last bundle of one type written for
+// one hub, as recorded in status.bundle_versions.
+type StoredVersion struct {
+	Hub     string
+	Type    string
+	Version bundle.Version
+}
+
+// LoadVersions returns every stored version, ordered by hub and type. The
+// bridge loads them into its conflation units at start-up so that bundles
+// replayed from Kafka that were already written are recognised as stale.
+//
+// The columns are numeric(20,0) because versions are unsigned 64-bit; they
+// are read as text and parsed, since no Go integer type pgx scans numeric
+// into holds the upper half of the uint64 range.
+func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
+	rows, err := q.Query(ctx, `
+		SELECT hub, bundle_type, incarnation::text, generation::text
+		FROM status.bundle_versions
+		ORDER BY hub, bundle_type`)
+	if err != nil {
+		return nil, fmt.Errorf("db: load bundle versions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredVersion, error) {
+		var (
+			sv       StoredVersion
+			inc, gen string
+		)
+		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen); err != nil {
+			return sv, err
+		}
+		if sv.Version.Incarnation, err = strconv.ParseUint(inc, 10, 64); err != nil {
+			return sv, fmt.Errorf("hub %q type %q: incarnation: %w", sv.Hub, sv.Type, err)
+		}
+		if sv.Version.Generation, err = strconv.ParseUint(gen, 10, 64); err != nil {
+			return sv, fmt.Errorf("hub %q type %q: generation: %w", sv.Hub, sv.Type, err)
+		}
+		return sv, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("db: load bundle versions: %w", err)
+	}
+	return out, nil
+}
+
+// ResetHub forgets every stored version of hub and returns how many it
+// removed. It is for a hub rebuilt from scratch whose incarnation went
+// backwards: without it the fence would call all its bundles stale. The
+// hub's data stays; its next bundles overwrite it. Running bridges keep the
+// versions they hold in memory until restarted.
+func ResetHub(ctx context.Context, e Execer, hub string) (int64, error) {
+	tag, err := e.Exec(ctx, `DELETE FROM status.bundle_versions WHERE hub = $1`, hub)
+	if err != nil {
+		return 0, fmt.Errorf("db: reset versions of hub %q: %w", hub, err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,57 @@
+package db_test
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/db/dbtest"
+)
+
+func TestLoadVersionsAndResetHub(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	ctx := t.Context()
+
+	stored := []db.StoredVersion{
+		{Hub: "hub-a", Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 2}},
+		{Hub: "hub-a", Type: "managedclusters", Version: bundle.Version{Incarnation: math.MaxUint64, Generation: math.MaxUint64}},
+		{Hub: "hub-b", Type: "managedclusters", Version: bundle.Version{Incarnation: 0, Generation: 1 << 63}},
+	}
+	for _, sv := range stored {
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+			VALUES ($1, $2, $3::text::numeric, $4::text::numeric)`,
+			sv.Hub, sv.Type, strconv.FormatUint(sv.Version.Incarnation, 10),
+			strconv.FormatUint(sv.Version.Generation, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got, err := db.LoadVersions(ctx, pool)
+	if err != nil {
+		t.Fatalf("LoadVersions: %v", err)
+	}
+	if !slices.Equal(got, stored) {
+		t.Fatalf("LoadVersions = %+v, want %+v", got, stored)
+	}
+
+	n, err := db.ResetHub(ctx, pool, "hub-a")
+	if err != nil || n != 2 {
+		t.Fatalf("ResetHub(hub-a) = %d, %v; want 2, nil", n, err)
+	}
+	n, err = db.ResetHub(ctx, pool, "no-such-hub")
+	if err != nil || n != 0 {
+		t.Fatalf("ResetHub(no-such-hub) = %d, %v; want 0, nil", n, err)
+	}
+	got, err = db.LoadVersions(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, stored[2:]) {
+		t.Fatalf("after ResetHub, LoadVersions = %+v, want %+v", got, stored[2:])
+	}
+}
