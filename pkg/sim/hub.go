@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"maps"
+	"math/rand/v2"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// hub is the model of one hub's agent: its version counter, its random
+// source and the sources of the bundle types it sends.
+type hub struct {
+	name     string
+	topic    string
+	rng      *rand.Rand
+	restartP float64
+	// version is the version of the last bundle stamped. Every bundle,
+	// whatever its type, takes the next generation, as the agent does.
+	version  bundle.Version
+	last     map[string]bundle.Version // last version sent per type
+	restarts int
+	sources  []source
+}
+
+// newHub returns the model of hub i (0-based). Each hub draws from a random
+// source of its own, seeded from the run's seed and its index, so that a
+// hub behaves the same whatever the number of hubs beside it.
+func newHub(cfg Config, i int) *hub {
+	name := cfg.hubName(i)
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
+	return &hub{
+		name:     name,
+		topic:    cfg.Topic,
+		rng:      rng,
+		restartP: cfg.RestartProbability,
+		version:  bundle.Version{Incarnation: cfg.FirstIncarnation},
+		last:     make(map[string]bundle.Version),
+		// The order is the order of the hub's bundles in each round. It
+		// is part of what the seed reproduces: append new sources last.
+		sources: []source{
+			&heartbeats{},
+			newManagedClusters(rng, name, cfg),
+		},
+	}
+}
+
+// step advances the hub to round (1-based) and returns the messages it
+// sends in it, in order, without their times: the caller stamps those when
+// it sends them.
+func (h *hub) step(round int) ([]Message, error) {
+	if round > 1 && h.rng.Float64() < h.restartP {
+		h.restart()
+	}
+	msgs := make([]Message, 0, len(h.sources))
+	for _, s := range h.sources {
+		d, ok, err := s.step(h.rng, round)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		h.version.Generation++
+		m := Message{
+			Topic:   h.topic,
+			Hub:     h.name,
+			Type:    d.typ,
+			ID:      h.name + "/" + d.typ + "/" + h.version.String(),
+			Version: h.version,
+			Data:    d.data,
+		}
+		if d.dependsOn != "" {
+			if dep, ok := h.last[d.dependsOn]; ok {
+				m.Dependency = &dep
+			}
+		}
+		h.last[d.typ] = h.version
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// restart simulates the agent restarting: it comes back with the next
+// incarnation and counts generations from zero again.
+func (h *hub) restart() {
+	h.version = bundle.Version{Incarnation: h.version.Incarnation + 1}
+	h.restarts++
+}
+
+// state returns what the database must hold for the hub once the bridge
+// has written the last bundle of every type.
+func (h *hub) state() *HubState {
+	st := &HubState{Versions: maps.Clone(h.last), Restarts: h.restarts}
+	for _, s := range h.sources {
+		s.record(st)
+	}
+	return st
+}

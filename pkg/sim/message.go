@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// Message is one bundle as a hub publishes it; the fields map one to one
+// onto the CloudEvent the transport sends (DESIGN.md §3).
+//
+// Its fields are those of transport.Envelope, in the same order, so that
+// transport.Envelope(msg) converts one; the package does not import the
+// transport, so that simulating and verifying need no Kafka client. The
+// command line adapts the Kafka publisher with a type like
+//
+//	type kafkaPublisher struct{ *transport.Publisher } // Flush is promoted
+//
+//	func (p kafkaPublisher) Publish(ctx context.Context, m sim.Message) error {
+//		return p.Publisher.Publish(ctx, transport.Envelope(m))
+//	}
+type Message struct {
+	// Topic is the Kafka topic to send to (Config.Topic).
+	Topic string
+	// Hub is the hub's name: the event source and the Kafka message key.
+	Hub string
+	// Type is the short bundle type, such as "heartbeat".
+	Type string
+	// ID is unique per event within one run.
+	ID string
+	// Version is the hub's version of this bundle (extversion).
+	Version bundle.Version
+	// Dependency is the version of the base bundle (extdependencyversion),
+	// nil for types that do not name one.
+	Dependency *bundle.Version
+	// Time is when the hub produced the bundle.
+	Time time.Time
+	// Data is the JSON event data.
+	Data []byte
+}
+
+// Publisher sends messages. Run calls it from one goroutine, in order; a
+// publisher may buffer, but must keep each hub's messages in order.
+type Publisher interface {
+	Publish(ctx context.Context, msg Message) error
+}
+
+// Flusher is implemented by publishers that buffer. Run calls Flush once
+// after the last message, so that Expected describes only messages that
+// were delivered.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// PublisherFunc adapts a function to Publisher.
+type PublisherFunc func(ctx context.Context, msg Message) error
+
+// Publish calls f.
+func (f PublisherFunc) Publish(ctx context.Context, msg Message) error { return f(ctx, msg) }

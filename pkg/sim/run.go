@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Run simulates cfg.Hubs hubs for cfg.Generations rounds, sending every
+// message to pub, and returns the state the database must hold once the
+// bridge has written them all.
+//
+// In each round the hubs take turns, each sending its bundles of the round
+// (a heartbeat, then a managedclusters snapshot) before the next hub's, so
+// consecutive messages go to different hubs and partitions. Messages are
+// stamped with the time they are sent and paced to cfg.Rate. progress, if
+// not nil, is called after every message with the number sent so far; it
+// runs on Run's goroutine and should return quickly.
+//
+// When pub implements Flusher, Run flushes it before returning. On an error,
+// from pub or from ctx, Run returns it and no Expected: what was delivered
+// is then unknown.
+func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)) (*Expected, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("simulation config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	hubs := make([]*hub, cfg.Hubs)
+	for i := range hubs {
+		hubs[i] = newHub(cfg, i)
+	}
+	exp := &Expected{
+		Seed:           cfg.Seed,
+		Topic:          cfg.Topic,
+		Generations:    cfg.Generations,
+		MessagesByType: make(map[string]int),
+		Hubs:           make(map[string]*HubState, len(hubs)),
+	}
+	lim := newLimiter(cfg.Rate, time.Now)
+
+	for round := 1; round <= cfg.Generations; round++ {
+		for _, h := range hubs {
+			msgs, err := h.step(round)
+			if err != nil {
+				return nil, fmt.Errorf("hub %s, round %d: %w", h.name, round, err)
+			}
+			for _, m := range msgs {
+				if err := lim.wait(ctx); err != nil {
+					return nil, err
+				}
+				m.Time = time.Now()
+				if err := pub.Publish(ctx, m); err != nil {
+					return nil, fmt.Errorf("publish %s %s of hub %s: %w", m.Type, m.Version, m.Hub, err)
+				}
+				exp.Messages++
+				exp.MessagesByType[m.Type]++
+				if progress != nil {
+					progress(exp.Messages)
+				}
+			}
+		}
+	}
+	if f, ok := pub.(Flusher); ok {
+		if err := f.Flush(ctx); err != nil {
+			return nil, fmt.Errorf("flush publisher: %w", err)
+		}
+	}
+
+	for _, h := range hubs {
+		st := h.state()
+		exp.Hubs[h.name] = st
+		exp.Restarts += st.Restarts
+	}
+	return exp, nil
+}

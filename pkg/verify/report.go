@@ -1,0 +1,187 @@
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Kind is a kind of difference between the database and the expected
+// state.
+type Kind int
+
+// Kinds of difference, in the order Summary lists them.
+const (
+	// StaleVersion: status.bundle_versions holds an older version than
+	// the last bundle of the type the hub sent.
+	StaleVersion Kind = iota + 1
+	// NewerVersion: it holds a newer one than the last sent.
+	NewerVersion
+	// MissingVersion: it holds no row for a type the hub sent.
+	MissingVersion
+	// UnexpectedVersion: it holds a row for a type the hub never sent.
+	UnexpectedVersion
+	// MissingCluster: a managed cluster of the hub's last snapshot has no
+	// row in status.managed_clusters.
+	MissingCluster
+	// UnexpectedCluster: a row of status.managed_clusters is not in the
+	// hub's last snapshot.
+	UnexpectedCluster
+	// WrongClusterID: a cluster's row has another cluster_id.
+	WrongClusterID
+	// WrongLabels: a cluster's row has other metadata.labels.
+	WrongLabels
+	// MissingHeartbeat: status.hub_heartbeats has no row for a hub that
+	// sent heartbeats.
+	MissingHeartbeat
+	// UnexpectedHeartbeat: it has one for a hub that sent none.
+	UnexpectedHeartbeat
+	// MissingHub: status.hubs has no row for a hub the bridge wrote
+	// bundles of.
+	MissingHub
+	// UnexpectedHub: some status table has rows of a hub not in the
+	// expected state.
+	UnexpectedHub
+)
+
+// Category groups differences: a kind and, for version kinds, the bundle
+// type.
+type Category struct {
+	Kind       Kind
+	BundleType string // for StaleVersion, NewerVersion, MissingVersion, UnexpectedVersion
+}
+
+// Describe says what n affected hubs of the category have, as a phrase
+// such as "3 hubs have stale managedclusters versions".
+func (c Category) Describe(n int) string {
+	hubs, have, are := "hubs", "have", "are"
+	if n == 1 {
+		hubs, have, are = "hub", "has", "is"
+	}
+	var what string
+	switch c.Kind {
+	case StaleVersion:
+		what = fmt.Sprintf("%s stale %s versions", have, c.BundleType)
+	case NewerVersion:
+		what = fmt.Sprintf("%s %s versions newer than the last sent", have, c.BundleType)
+	case MissingVersion:
+		what = fmt.Sprintf("%s no %s version", have, c.BundleType)
+	case UnexpectedVersion:
+		what = fmt.Sprintf("%s %s versions but sent no %s bundle", have, c.BundleType, c.BundleType)
+	case MissingCluster:
+		what = are + " missing managed clusters"
+	case UnexpectedCluster:
+		what = have + " unexpected managed clusters"
+	case WrongClusterID:
+		what = have + " managed clusters with wrong cluster ids"
+	case WrongLabels:
+		what = have + " managed clusters with wrong labels"
+	case MissingHeartbeat:
+		what = have + " no heartbeat"
+	case UnexpectedHeartbeat:
+		what = have + " a heartbeat but sent none"
+	case MissingHub:
+		what = are + " missing from status.hubs"
+	case UnexpectedHub:
+		return fmt.Sprintf("%d unexpected %s %s rows in the database", n, hubs, have)
+	default:
+		what = fmt.Sprintf("%s differences of kind %d", have, int(c.Kind))
+	}
+	return fmt.Sprintf("%d %s %s", n, hubs, what)
+}
+
+// MaxMismatches is the number of differences a Report keeps; beyond it
+// they are only counted.
+const MaxMismatches = 1000
+
+// summaryMismatches is the number of differences Summary lists.
+const summaryMismatches = 20
+
+// Report is the outcome of Verify.
+type Report struct {
+	// Hubs, Versions and Clusters count what was expected: hubs, rows of
+	// status.bundle_versions and rows of status.managed_clusters.
+	Hubs     int
+	Versions int
+	Clusters int
+
+	// Differences is the number of differences found.
+	Differences int
+	// Mismatches describes the differences, one line each, sorted (so
+	// lines of one hub are together); at most MaxMismatches of them.
+	Mismatches []string
+	// Counts is the number of hubs affected per category.
+	Counts map[Category]int
+
+	affected map[Category]map[string]struct{}
+}
+
+// OK reports whether the database holds exactly the expected state.
+func (r *Report) OK() bool { return r.Differences == 0 }
+
+// add records a difference of hub in category c.
+func (r *Report) add(c Category, hub, format string, args ...any) {
+	r.Differences++
+	if len(r.Mismatches) < MaxMismatches {
+		r.Mismatches = append(r.Mismatches, hub+": "+fmt.Sprintf(format, args...))
+	}
+	if r.affected == nil {
+		r.affected = make(map[Category]map[string]struct{})
+	}
+	hubs := r.affected[c]
+	if hubs == nil {
+		hubs = make(map[string]struct{})
+		r.affected[c] = hubs
+	}
+	hubs[hub] = struct{}{}
+}
+
+// finish sorts the mismatches and fills Counts.
+func (r *Report) finish() {
+	slices.Sort(r.Mismatches)
+	r.Counts = make(map[Category]int, len(r.affected))
+	for c, hubs := range r.affected {
+		r.Counts[c] = len(hubs)
+	}
+}
+
+// categories returns the categories with differences in Summary's order.
+func (r *Report) categories() []Category {
+	return slices.SortedFunc(maps.Keys(r.Counts), func(a, b Category) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), strings.Compare(a.BundleType, b.BundleType))
+	})
+}
+
+// Summary says whether the database matches and, if not, how: the number
+// of hubs affected per category and the first differences.
+func (r *Report) Summary() string {
+	if r.OK() {
+		return fmt.Sprintf("database matches the expected state: %d hubs, %d bundle versions, %d managed clusters",
+			r.Hubs, r.Versions, r.Clusters)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "database differs from the expected state of %d hubs: %s\n", r.Hubs, plural(r.Differences, "difference"))
+	for _, c := range r.categories() {
+		fmt.Fprintf(&b, "  %s\n", c.Describe(r.Counts[c]))
+	}
+	n := min(len(r.Mismatches), summaryMismatches)
+	if n == r.Differences {
+		b.WriteString("differences:\n")
+	} else {
+		fmt.Fprintf(&b, "first %d of %s:\n", n, plural(r.Differences, "difference"))
+	}
+	for _, m := range r.Mismatches[:n] {
+		fmt.Fprintf(&b, "  %s\n", m)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// plural returns n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

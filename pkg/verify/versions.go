@@ -1,0 +1,63 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// versionsSQL reads every version row. numeric(20,0) is read as text, which
+// carries every uint64 exactly.
+const versionsSQL = `
+SELECT hub, bundle_type, incarnation::text, generation::text
+FROM status.bundle_versions`
+
+// versions compares status.bundle_versions with the last version each hub
+// sent per type.
+func (v *verifier) versions(ctx context.Context, db Querier) error {
+	rows, err := db.Query(ctx, versionsSQL)
+	if err != nil {
+		return err
+	}
+	found := make(map[string]map[string]bool, len(v.exp.Hubs))
+	var hub, typ, inc, gen string
+	_, err = pgx.ForEachRow(rows, []any{&hub, &typ, &inc, &gen}, func() error {
+		st := v.expected(hub, "status.bundle_versions")
+		if st == nil {
+			return nil
+		}
+		got, err := bundle.ParseVersion(inc + "." + gen)
+		if err != nil {
+			return fmt.Errorf("hub %q, type %q: %w", hub, typ, err)
+		}
+		if found[hub] == nil {
+			found[hub] = make(map[string]bool, len(st.Versions))
+		}
+		found[hub][typ] = true
+		want, ok := st.Versions[typ]
+		switch {
+		case !ok:
+			v.report.add(Category{UnexpectedVersion, typ}, hub, "%s version %s, but no %s bundle was sent", typ, got, typ)
+		case got.Compare(want) < 0:
+			v.report.add(Category{StaleVersion, typ}, hub, "%s version %s, want %s (stale)", typ, got, want)
+		case got.Compare(want) > 0:
+			v.report.add(Category{NewerVersion, typ}, hub, "%s version %s, want %s (newer than the last sent)", typ, got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, hub := range v.hubNames {
+		st := v.exp.Hubs[hub]
+		for _, typ := range sortedKeys(st.Versions) {
+			if want := st.Versions[typ]; !found[hub][typ] {
+				v.report.add(Category{MissingVersion, typ}, hub, "no %s version, want %s", typ, want)
+			}
+		}
+	}
+	return nil
+}
