@@ -1,0 +1,205 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// Defaults applied to zero-valued Config fields.
+const (
+	DefaultGroupID         = "stb"
+	DefaultAutoOffsetReset = "earliest"
+	// DefaultMaxBundleBytes is the default cap on a bundle's data.
+	DefaultMaxBundleBytes = 4 << 20
+	// MinMaxBundleBytes is the floor of MaxBundleBytes: the wire format
+	// promises hubs that bundles of this size are always accepted.
+	MinMaxBundleBytes = 64 << 10
+	// DefaultPollTimeout bounds one consumer poll, and with it how long Run
+	// takes to notice that its context ended.
+	DefaultPollTimeout = 100 * time.Millisecond
+	// DefaultAssignTimeout bounds loading the stored positions of one
+	// assignment. The load runs inside the consumer's poll, so a slow
+	// database must not hold it past the group's max.poll.interval.ms.
+	DefaultAssignTimeout = 10 * time.Second
+	// DefaultRevokeTimeout bounds the final commit of revoked partitions.
+	DefaultRevokeTimeout = 10 * time.Second
+)
+
+// mandatoryProperties are librdkafka settings the reader depends on; Config
+// Properties cannot change them.
+//   - Offsets are committed by the committer, from Postgres positions, never
+//     by librdkafka on its own schedule.
+//   - fetch.queue.backoff.ms: librdkafka's default (1 s) pauses fetching
+//     whenever its queue is full, which stalls a fast consumer.
+//   - enable.metrics.push: client telemetry is not collected by anyone.
+var mandatoryProperties = map[string]string{
+	"enable.auto.commit":       "false",
+	"enable.auto.offset.store": "false",
+	"fetch.queue.backoff.ms":   "10",
+	"enable.metrics.push":      "false",
+}
+
+// reservedProperties are set from Config fields or by the Go client wrapper
+// for the reader's own use.
+var reservedProperties = map[string]string{
+	"bootstrap.servers":               "Brokers",
+	"group.id":                        "GroupID",
+	"auto.offset.reset":               "AutoOffsetReset",
+	"go.logs.channel.enable":          "the reader's log forwarding",
+	"go.logs.channel":                 "the reader's log forwarding",
+	"go.application.rebalance.enable": "the reader's rebalance callback",
+	"go.events.channel.enable":        "the reader's poll loop",
+}
+
+// defaultProperties are sensible librdkafka settings that Properties may
+// override.
+var defaultProperties = map[string]string{
+	"client.id": "stb",
+	// Cooperative rebalancing moves only the partitions that change owner,
+	// so adding a replica does not stop every other partition's reading.
+	"partition.assignment.strategy": "cooperative-sticky",
+}
+
+// Config configures a Reader. Start from DefaultConfig: the zero value of
+// VerifySource turns the source check off.
+type Config struct {
+	// Brokers is the bootstrap list, "host:port[,host:port…]".
+	Brokers string
+	// GroupID is the consumer group; "" means DefaultGroupID.
+	GroupID string
+	// Topics to subscribe to. An entry starting with '^' is a regular
+	// expression matching topic names.
+	Topics []string
+	// TypePrefix precedes the bundle type in the CloudEvents type; ""
+	// means DefaultTypePrefix.
+	TypePrefix string
+	// AutoOffsetReset is where a partition without a usable stored
+	// position starts: "earliest" or "latest"; "" means earliest.
+	AutoOffsetReset string
+	// VerifySource rejects events whose source is not the message key, so
+	// one hub cannot write another hub's state.
+	VerifySource bool
+	// MaxBundleBytes caps a bundle's data; 0 means DefaultMaxBundleBytes,
+	// and smaller values are raised to MinMaxBundleBytes.
+	MaxBundleBytes int
+	// Properties are extra librdkafka properties, applied after the
+	// reader's defaults. The mandatory properties and those set from the
+	// fields above cannot be overridden.
+	Properties map[string]string
+	// PollTimeout bounds one poll; 0 means DefaultPollTimeout.
+	PollTimeout time.Duration
+	// AssignTimeout bounds loading stored positions on assignment; 0 means
+	// DefaultAssignTimeout.
+	AssignTimeout time.Duration
+	// RevokeTimeout bounds the final commit on revocation; 0 means
+	// DefaultRevokeTimeout.
+	RevokeTimeout time.Duration
+}
+
+// DefaultConfig returns a configuration with every default set, the source
+// check on, and no brokers or topics.
+func DefaultConfig() Config {
+	return Config{VerifySource: true}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	if c.GroupID == "" {
+		c.GroupID = DefaultGroupID
+	}
+	if c.TypePrefix == "" {
+		c.TypePrefix = DefaultTypePrefix
+	}
+	if c.AutoOffsetReset == "" {
+		c.AutoOffsetReset = DefaultAutoOffsetReset
+	}
+	switch {
+	case c.MaxBundleBytes == 0:
+		c.MaxBundleBytes = DefaultMaxBundleBytes
+	case c.MaxBundleBytes > 0 && c.MaxBundleBytes < MinMaxBundleBytes:
+		c.MaxBundleBytes = MinMaxBundleBytes
+	}
+	if c.PollTimeout == 0 {
+		c.PollTimeout = DefaultPollTimeout
+	}
+	if c.AssignTimeout == 0 {
+		c.AssignTimeout = DefaultAssignTimeout
+	}
+	if c.RevokeTimeout == 0 {
+		c.RevokeTimeout = DefaultRevokeTimeout
+	}
+	return c
+}
+
+// Validate checks the configuration as NewReader will use it, that is with
+// defaults applied.
+func (c *Config) Validate() error {
+	d := c.withDefaults()
+	var errs []error
+	if strings.TrimSpace(d.Brokers) == "" {
+		errs = append(errs, errors.New("brokers: at least one bootstrap address is required"))
+	}
+	if len(d.Topics) == 0 {
+		errs = append(errs, errors.New("topics: at least one topic is required"))
+	}
+	for _, t := range d.Topics {
+		switch {
+		case t == "":
+			errs = append(errs, errors.New("topics: empty topic name"))
+		case strings.HasPrefix(t, "^"):
+			// librdkafka has its own regex engine; Go's catches the
+			// typos before the consumer silently matches nothing.
+			if _, err := regexp.Compile(t); err != nil {
+				errs = append(errs, fmt.Errorf("topics: pattern %q: %w", t, err))
+			}
+		}
+	}
+	if d.AutoOffsetReset != "earliest" && d.AutoOffsetReset != "latest" {
+		errs = append(errs, fmt.Errorf("auto offset reset must be earliest or latest, got %q", d.AutoOffsetReset))
+	}
+	if d.MaxBundleBytes < 0 {
+		errs = append(errs, fmt.Errorf("max bundle bytes must not be negative, got %d", d.MaxBundleBytes))
+	}
+	for name, v := range map[string]time.Duration{
+		"poll timeout": d.PollTimeout, "assign timeout": d.AssignTimeout, "revoke timeout": d.RevokeTimeout,
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", name, v))
+		}
+	}
+	for k, v := range d.Properties {
+		if want, ok := mandatoryProperties[k]; ok && v != want {
+			errs = append(errs, fmt.Errorf("property %s=%s: the reader requires %s", k, v, want))
+		}
+		if field, ok := reservedProperties[k]; ok {
+			errs = append(errs, fmt.Errorf("property %s is set by %s", k, field))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// consumerConfig returns the librdkafka configuration of a validated,
+// defaulted Config: defaults, then the fields, then Properties, then the
+// mandatory settings, so that nothing can undo the latter.
+func (c Config) consumerConfig() *kafka.ConfigMap {
+	m := kafka.ConfigMap{}
+	for k, v := range defaultProperties {
+		m[k] = v
+	}
+	m["bootstrap.servers"] = c.Brokers
+	m["group.id"] = c.GroupID
+	m["auto.offset.reset"] = c.AutoOffsetReset
+	for k, v := range c.Properties {
+		m[k] = v
+	}
+	for k, v := range mandatoryProperties {
+		m[k] = v
+	}
+	// librdkafka's own log lines go through zap like everything else.
+	m["go.logs.channel.enable"] = true
+	return &m
+}

@@ -1,0 +1,167 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// ErrUnknownType is returned by a Decoder for a bundle type it does not know.
+var ErrUnknownType = errors.New("unknown bundle type")
+
+// Decoder turns a bundle type's data into its payload. Decode returns an
+// error wrapping ErrUnknownType for a type it does not know (an
+// unknown_type reject); any other error makes the message a bad_payload
+// reject.
+type Decoder interface {
+	Decode(typ string, data []byte) (payload any, err error)
+}
+
+// TypeChecker is optionally implemented by a Decoder. Without it an unknown
+// type is only noticed when its data is decoded, after the version and size
+// checks, so a message that is wrong in several ways may be rejected for
+// one of those instead.
+type TypeChecker interface {
+	// Known reports whether typ, the short type such as "heartbeat", is a
+	// bundle type the bridge handles.
+	Known(typ string) bool
+}
+
+// Decoders is a Decoder and TypeChecker from a map of short type to decode
+// function.
+type Decoders map[string]func(data []byte) (any, error)
+
+// Known reports whether typ has a decode function.
+func (d Decoders) Known(typ string) bool { _, ok := d[typ]; return ok }
+
+// Decode runs typ's decode function.
+func (d Decoders) Decode(typ string, data []byte) (any, error) {
+	fn, ok := d[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownType, typ)
+	}
+	return fn(data)
+}
+
+// Rules say what Decode accepts. The Reader builds them from its Config.
+type Rules struct {
+	TypePrefix     string
+	VerifySource   bool
+	MaxBundleBytes int
+	// Decoder is required.
+	Decoder Decoder
+}
+
+// Decode turns one Kafka message into a bundle, or says why it cannot. It
+// is pure (no I/O, no shared state) and returns exactly one non-nil result;
+// it never panics on bad input. receivedAt becomes the bundle's ReceivedAt.
+func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	if msg == nil {
+		return nil, newReject(nil, bundle.Origin{}, ReasonNotCloudEvent, errors.New("nil message"))
+	}
+	tp := msg.TopicPartition
+	origin := bundle.Origin{Partition: tp.Partition, Offset: int64(tp.Offset)}
+	if tp.Topic != nil {
+		origin.Topic = *tp.Topic
+	}
+	// The binding panics on these; a consumer never delivers them, but
+	// Decode is also fed by fuzzing and tests.
+	if tp.Topic == nil || tp.Partition < 0 || tp.Offset < 0 {
+		return nil, newReject(msg, origin, ReasonNotCloudEvent, fmt.Errorf("message has no topic, partition or offset (%v)", tp))
+	}
+
+	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
+	if err != nil {
+		return nil, newReject(msg, origin, ReasonNotCloudEvent, err)
+	}
+	// The v1 context gives direct access to the extensions: Extensions()
+	// copies the map, GetExtension allocates an error when one is absent.
+	v1, ok := ev.Context.(*event.EventContextV1)
+	if !ok {
+		return nil, newReject(msg, origin, ReasonNotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.SpecVersion(), event.CloudEventsVersionV1))
+	}
+	hub, typ := ev.Source(), ev.Type()
+	var versionText string
+	reject := func(reason string, err error) (*bundle.Bundle, *Reject) {
+		r := newReject(msg, origin, reason, err)
+		r.Hub, r.Type, r.Version = hub, typ, versionText
+		return nil, r
+	}
+	switch {
+	case ev.ID() == "":
+		return reject(ReasonMissingAttribute, errors.New("no id"))
+	case hub == "":
+		return reject(ReasonMissingAttribute, errors.New("no source"))
+	case typ == "":
+		return reject(ReasonMissingAttribute, errors.New("no type"))
+	}
+
+	short, ok := strings.CutPrefix(typ, rules.TypePrefix)
+	if !ok || short == "" {
+		return reject(ReasonUnknownType, fmt.Errorf("type %q does not start with %q", typ, rules.TypePrefix))
+	}
+	if tc, ok := rules.Decoder.(TypeChecker); ok && !tc.Known(short) {
+		return reject(ReasonUnknownType, fmt.Errorf("%w: %q", ErrUnknownType, short))
+	}
+
+	rawVersion, ok := v1.Extensions[ExtVersion]
+	if !ok {
+		return reject(ReasonMissingAttribute, errors.New("no "+ExtVersion))
+	}
+	versionText, err = types.ToString(rawVersion)
+	if err != nil {
+		return reject(ReasonMalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
+	}
+	version, err := bundle.ParseVersion(versionText)
+	if err != nil {
+		return reject(ReasonMalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
+	}
+	b := &bundle.Bundle{Hub: hub, Type: short, Version: version, Origin: origin, ReceivedAt: receivedAt}
+	if rawDep, ok := v1.Extensions[ExtDependencyVersion]; ok {
+		depText, err := types.ToString(rawDep)
+		if err == nil {
+			b.Dependency, err = bundle.ParseVersion(depText)
+		}
+		if err != nil {
+			return reject(ReasonMalformedVersion, fmt.Errorf("%s: %w", ExtDependencyVersion, err))
+		}
+		b.HasDependency = true
+	}
+
+	data := ev.Data()
+	if len(data) > rules.MaxBundleBytes {
+		return reject(ReasonTooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
+	}
+	// string(msg.Key) in a comparison does not allocate.
+	if rules.VerifySource && string(msg.Key) != hub {
+		return reject(ReasonSourceMismatch, fmt.Errorf("source %q is not the message key %q", hub, msg.Key))
+	}
+
+	payload, err := rules.Decoder.Decode(short, data)
+	if err != nil {
+		reason := ReasonBadPayload
+		if errors.Is(err, ErrUnknownType) {
+			reason = ReasonUnknownType
+		}
+		return reject(reason, err)
+	}
+	b.Payload = payload
+	b.Size = len(data)
+	b.EventTime = ev.Time()
+	if b.EventTime.IsZero() {
+		// time is optional in CloudEvents; the broker's timestamp is the
+		// next best measure of the bundle's age.
+		b.EventTime = msg.Timestamp
+	}
+	return b, nil
+}

@@ -1,0 +1,228 @@
+package transport_test
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+var brokerTime = time.Date(2026, 1, 2, 3, 4, 9, 0, time.UTC)
+
+// consumed makes m look like a message a consumer returned.
+func consumed(m *kafka.Message, partition int32, offset int64) *kafka.Message {
+	m.TopicPartition.Partition = partition
+	m.TopicPartition.Offset = kafka.Offset(offset)
+	m.Timestamp = brokerTime
+	return m
+}
+
+func TestDecode(t *testing.T) {
+	received := time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)
+	for i, tc := range decodeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			hub := "hub-" + strconv.Itoa(i)
+			msg := consumed(tc.build(t, "status", hub), 2, int64(100+i))
+			wantOrigin := bundle.Origin{Topic: "status", Partition: 2, Offset: int64(100 + i)}
+
+			b, rej := transport.Decode(msg, testRules(), received)
+
+			if tc.reason == "" {
+				if rej != nil {
+					t.Fatalf("rejected (%s): %v", rej.Reason, rej.Err)
+				}
+				checkBundle(t, b, msg, hub, wantOrigin, received)
+				return
+			}
+			if b != nil || rej == nil {
+				t.Fatalf("got bundle %+v, reject %v; want reject %s", b, rej, tc.reason)
+			}
+			if rej.Reason != tc.reason {
+				t.Fatalf("reason %q (%v), want %q", rej.Reason, rej.Err, tc.reason)
+			}
+			if rej.Err == nil {
+				t.Error("reject without an error")
+			}
+			if rej.Origin != wantOrigin {
+				t.Errorf("origin %+v, want %+v", rej.Origin, wantOrigin)
+			}
+			if !bytes.Equal(rej.Key, msg.Key) || !bytes.Equal(rej.Data, msg.Value) {
+				t.Error("reject does not carry the raw key and data")
+			}
+			if len(rej.Headers) != len(msg.Headers) {
+				t.Errorf("reject has %d headers, message %d", len(rej.Headers), len(msg.Headers))
+			}
+			if tc.reason == transport.ReasonMalformedVersion {
+				if !errors.Is(rej, bundle.ErrMalformedVersion) && !errors.Is(rej.Err, bundle.ErrMalformedVersion) {
+					t.Errorf("malformed version reject does not wrap bundle.ErrMalformedVersion: %v", rej.Err)
+				}
+				if rej.Hub != hub {
+					t.Errorf("reject hub %q, want %q", rej.Hub, hub)
+				}
+			}
+		})
+	}
+}
+
+func checkBundle(t *testing.T, b *bundle.Bundle, msg *kafka.Message, hub string, origin bundle.Origin, received time.Time) {
+	t.Helper()
+	if b == nil {
+		t.Fatal("no bundle")
+	}
+	if b.Hub != hub || b.Origin != origin || !b.ReceivedAt.Equal(received) {
+		t.Errorf("bundle hub %q origin %+v received %v; want %q %+v %v", b.Hub, b.Origin, b.ReceivedAt, hub, origin, received)
+	}
+	if b.Type != "heartbeat" && b.Type != "managedclusters" {
+		t.Errorf("type %q is not a short known type", b.Type)
+	}
+	if want := (bundle.Version{Incarnation: 3, Generation: 7}); b.Version != want {
+		t.Errorf("version %v, want %v", b.Version, want)
+	}
+	if b.Size != len(msg.Value) {
+		t.Errorf("size %d, want %d", b.Size, len(msg.Value))
+	}
+	if _, ok := b.Payload.(*objects); !ok {
+		t.Errorf("payload %T, want *objects", b.Payload)
+	}
+	_, hasTime := header(msg, "ce_time")
+	switch {
+	case hasTime && !b.EventTime.Equal(eventTime):
+		t.Errorf("event time %v, want %v", b.EventTime, eventTime)
+	case !hasTime && !b.EventTime.Equal(brokerTime):
+		t.Errorf("event time %v, want the broker timestamp %v when ce_time is absent", b.EventTime, brokerTime)
+	}
+	dep, hasDep := header(msg, "ce_extdependencyversion")
+	if b.HasDependency != hasDep || (hasDep && b.Dependency.String() != dep) {
+		t.Errorf("dependency %v (has %v), header %q (has %v)", b.Dependency, b.HasDependency, dep, hasDep)
+	}
+}
+
+// TestDecodeGuards covers messages no consumer returns but on which the
+// binding would panic.
+func TestDecodeGuards(t *testing.T) {
+	topic := "status"
+	valid := func() *kafka.Message { return consumed(mustEncode(t, validEnvelope(topic, "hub")), 0, 1) }
+	for name, msg := range map[string]*kafka.Message{
+		"nil message":        nil,
+		"nil topic":          func() *kafka.Message { m := valid(); m.TopicPartition.Topic = nil; return m }(),
+		"negative partition": func() *kafka.Message { m := valid(); m.TopicPartition.Partition = -1; return m }(),
+		"negative offset":    func() *kafka.Message { m := valid(); m.TopicPartition.Offset = kafka.OffsetEnd; return m }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, rej := transport.Decode(msg, testRules(), time.Now())
+			if b != nil || rej == nil || rej.Reason != transport.ReasonNotCloudEvent {
+				t.Fatalf("got %+v, %+v; want a %s reject", b, rej, transport.ReasonNotCloudEvent)
+			}
+		})
+	}
+}
+
+func TestDecodeWithoutSourceCheck(t *testing.T) {
+	rules := testRules()
+	rules.VerifySource = false
+	msg := consumed(mustEncode(t, validEnvelope("status", "hub-a")), 0, 0)
+	msg.Key = []byte("somebody-else")
+	if b, rej := transport.Decode(msg, rules, time.Now()); rej != nil || b.Hub != "hub-a" {
+		t.Fatalf("got %+v, %v; want a bundle of hub-a", b, rej)
+	}
+}
+
+// FuzzDecode feeds arbitrary messages to Decode: it must never panic and
+// must return exactly one of a bundle and a reject, and a bundle must obey
+// the rules.
+func FuzzDecode(f *testing.F) {
+	for i, tc := range decodeCases() {
+		m := consumed(tc.build(f, "status", "hub-"+strconv.Itoa(i)), 0, int64(i))
+		f.Add(m.Key, m.Value, packHeaders(m.Headers), int32(0), int64(i))
+	}
+	f.Add([]byte(nil), []byte(nil), []byte(nil), int32(-1), int64(-5))
+
+	rules := testRules()
+	f.Fuzz(func(t *testing.T, key, value, headers []byte, partition int32, offset int64) {
+		topic := "status"
+		msg := &kafka.Message{
+			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition, Offset: kafka.Offset(offset)},
+			Key:            key,
+			Value:          value,
+			Headers:        unpackHeaders(headers),
+		}
+		b, rej := transport.Decode(msg, rules, time.Now())
+		if (b == nil) == (rej == nil) {
+			t.Fatalf("bundle %v and reject %v: want exactly one", b, rej)
+		}
+		if rej != nil {
+			if rej.Reason == "" || rej.Err == nil {
+				t.Fatalf("reject without reason or error: %+v", rej)
+			}
+			return
+		}
+		if b.Hub != string(key) || b.Hub == "" {
+			t.Fatalf("bundle hub %q, key %q", b.Hub, key)
+		}
+		if !testDecoders().Known(b.Type) || b.Size > rules.MaxBundleBytes || b.Payload == nil {
+			t.Fatalf("bundle breaks the rules: %+v", b)
+		}
+		if b.Origin.Partition != partition || b.Origin.Offset != offset {
+			t.Fatalf("origin %+v, want partition %d offset %d", b.Origin, partition, offset)
+		}
+	})
+}
+
+// packHeaders flattens headers as key NUL value NUL … for the fuzzer.
+func packHeaders(hs []kafka.Header) []byte {
+	var b []byte
+	for _, h := range hs {
+		b = append(b, h.Key...)
+		b = append(b, 0)
+		b = append(b, h.Value...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+func unpackHeaders(b []byte) []kafka.Header {
+	parts := bytes.Split(b, []byte{0})
+	var hs []kafka.Header
+	for i := 0; i+1 < len(parts); i += 2 {
+		hs = append(hs, kafka.Header{Key: string(parts[i]), Value: parts[i+1]})
+	}
+	return hs
+}
+
+func BenchmarkDecode(b *testing.B) {
+	msg := consumed(mustEncode(b, validEnvelope("status", "hub-1")), 0, 1)
+	rules := testRules()
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, rej := transport.Decode(msg, rules, now); rej != nil {
+			b.Fatal(rej)
+		}
+	}
+}
+
+// decodeOnly hides Decoders' Known, as a Decoder that only signals unknown
+// types through ErrUnknownType.
+type decodeOnly struct{ d transport.Decoders }
+
+func (d decodeOnly) Decode(typ string, data []byte) (any, error) { return d.d.Decode(typ, data) }
+
+func TestDecodeUnknownTypeWithoutTypeChecker(t *testing.T) {
+	rules := testRules()
+	rules.Decoder = decodeOnly{testDecoders()}
+	env := validEnvelope("status", "hub-a")
+	env.Type = "nosuchtype"
+	b, rej := transport.Decode(consumed(mustEncode(t, env), 0, 0), rules, time.Now())
+	if b != nil || rej == nil || rej.Reason != transport.ReasonUnknownType || !errors.Is(rej, transport.ErrUnknownType) {
+		t.Fatalf("got %+v, %+v; want an unknown_type reject wrapping ErrUnknownType", b, rej)
+	}
+	if b, rej := transport.Decode(consumed(mustEncode(t, validEnvelope("status", "hub-a")), 0, 1), rules, time.Now()); rej != nil {
+		t.Fatalf("valid message rejected: %v (bundle %v)", rej, b)
+	}
+}

@@ -1,0 +1,183 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// objects is the payload shape shared by the test bundle types.
+type objects struct {
+	Objects []json.RawMessage `json:"objects"`
+}
+
+func decodeObjects(data []byte) (any, error) {
+	var o objects
+	if err := json.Unmarshal(data, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// testDecoders knows two bundle types, enough to tell known from unknown.
+func testDecoders() transport.Decoders {
+	return transport.Decoders{"heartbeat": decodeObjects, "managedclusters": decodeObjects}
+}
+
+// testSink records inserted bundles; when release is set it releases each
+// one at once, as if written.
+type testSink struct {
+	release bool
+	mu      sync.Mutex
+	bundles []*bundle.Bundle
+}
+
+func (s *testSink) Insert(b *bundle.Bundle) {
+	s.mu.Lock()
+	s.bundles = append(s.bundles, b)
+	s.mu.Unlock()
+	if s.release {
+		b.Release()
+	}
+}
+
+func (s *testSink) snapshot() []*bundle.Bundle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*bundle.Bundle(nil), s.bundles...)
+}
+
+// testRejects records rejects.
+type testRejects struct {
+	mu      sync.Mutex
+	rejects []transport.Reject
+}
+
+func (r *testRejects) Reject(_ context.Context, rej transport.Reject) {
+	r.mu.Lock()
+	r.rejects = append(r.rejects, rej)
+	r.mu.Unlock()
+}
+
+func (r *testRejects) snapshot() []transport.Reject {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]transport.Reject(nil), r.rejects...)
+}
+
+// memOffsets serves stored positions from memory; the Postgres store is
+// covered by the end-to-end tests.
+type memOffsets struct {
+	positions map[string]committer.Position
+	err       error
+}
+
+func (m *memOffsets) Load(_ context.Context, topic string, partition int32) (committer.Position, bool, error) {
+	if m.err != nil {
+		return committer.Position{}, false, m.err
+	}
+	p, ok := m.positions[committer.RowName(topic, partition)]
+	return p, ok, nil
+}
+
+// memStore keeps the positions the committer saves.
+type memStore struct {
+	mu    sync.Mutex
+	saved map[string]committer.Position
+}
+
+func (s *memStore) Save(_ context.Context, ps []committer.Position) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved == nil {
+		s.saved = map[string]committer.Position{}
+	}
+	for _, p := range ps {
+		s.saved[committer.RowName(p.Topic, p.Partition)] = p
+	}
+	return nil
+}
+
+func (s *memStore) get(topic string, partition int32) (committer.Position, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.saved[committer.RowName(topic, partition)]
+	return p, ok
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// header returns the value of a message header.
+func header(msg *kafka.Message, key string) (string, bool) {
+	for _, h := range msg.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+// setHeader replaces or adds a header.
+func setHeader(msg *kafka.Message, key, value string) {
+	for i, h := range msg.Headers {
+		if h.Key == key {
+			msg.Headers[i].Value = []byte(value)
+			return
+		}
+	}
+	msg.Headers = append(msg.Headers, kafka.Header{Key: key, Value: []byte(value)})
+}
+
+// delHeader removes a header.
+func delHeader(msg *kafka.Message, key string) {
+	for i, h := range msg.Headers {
+		if h.Key == key {
+			msg.Headers = append(msg.Headers[:i], msg.Headers[i+1:]...)
+			return
+		}
+	}
+}
+
+// mustEncode encodes env or fails the test.
+func mustEncode(t testing.TB, env transport.Envelope) *kafka.Message {
+	t.Helper()
+	msg, err := transport.Encode(env, transport.DefaultTypePrefix)
+	if err != nil {
+		t.Fatalf("encode %+v: %v", env, err)
+	}
+	return msg
+}
+
+// jsonOfSize returns a valid objects payload of exactly n bytes (n >= 32).
+func jsonOfSize(n int) []byte {
+	const head, tail = `{"objects":[],"pad":"`, `"}`
+	pad := n - len(head) - len(tail)
+	if pad < 0 {
+		panic(fmt.Sprintf("jsonOfSize(%d) too small", n))
+	}
+	b := make([]byte, 0, n)
+	b = append(b, head...)
+	for range pad {
+		b = append(b, 'x')
+	}
+	return append(b, tail...)
+}

@@ -1,0 +1,85 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Start labels of stb_transport_assignments_total.
+const (
+	startStored = "stored" // at the position stored in Postgres
+	startReset  = "reset"  // at auto.offset.reset: nothing usable stored
+	startGroup  = "group"  // at the group's committed offset: the store failed
+)
+
+// metrics are the reader's Prometheus collectors.
+type metrics struct {
+	messages    *prometheus.CounterVec
+	rejected    *prometheus.CounterVec
+	assignments *prometheus.CounterVec
+	assigned    prometheus.Gauge
+	kafkaErrors *prometheus.CounterVec
+}
+
+// newMetrics builds the collectors and registers them with reg; a nil reg
+// leaves them unregistered.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stb_transport_messages_total",
+			Help: "Kafka messages read, by topic and outcome (accepted or rejected).",
+		}, []string{"topic", "outcome"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stb_transport_rejected_total",
+			Help: "Messages rejected on read, by reason; each becomes a dead letter.",
+		}, []string{"reason"}),
+		assignments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stb_transport_assignments_total",
+			Help: "Partitions assigned, by where reading started (stored, reset or group).",
+		}, []string{"start"}),
+		assigned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stb_transport_assigned_partitions",
+			Help: "Partitions currently assigned to this reader.",
+		}),
+		kafkaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stb_transport_kafka_errors_total",
+			Help: "Errors reported by the Kafka client, by librdkafka error code.",
+		}, []string{"code"}),
+	}
+	// Every reason and start appears from the beginning, at zero, so that
+	// rate() and alerts work before the first occurrence.
+	for _, r := range Reasons {
+		m.rejected.WithLabelValues(r)
+	}
+	for _, s := range []string{startStored, startReset, startGroup} {
+		m.assignments.WithLabelValues(s)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.assignments, m.assigned, m.kafkaErrors} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("register transport metrics: %w", err)
+	}
+	return m, nil
+}
+
+// topicCounters are one topic's message counters, resolved once so the hot
+// path does not hash label values per message.
+type topicCounters struct {
+	accepted, rejected prometheus.Counter
+}
+
+func (m *metrics) forTopic(topic string) *topicCounters {
+	return &topicCounters{
+		accepted: m.messages.WithLabelValues(topic, "accepted"),
+		rejected: m.messages.WithLabelValues(topic, "rejected"),
+	}
+}

@@ -1,0 +1,522 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/stbridge/stb/pkg/broker"
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+const waitTimeout = 30 * time.Second
+
+// harness is a broker, a publisher and a running reader wired to test
+// collaborators.
+type harness struct {
+	broker    *broker.Broker
+	topic     string
+	pub       *transport.Publisher
+	reader    *transport.Reader
+	sink      *testSink
+	rejects   *testRejects
+	committer *committer.Committer
+	store     *memStore
+	registry  *prometheus.Registry
+	logs      *observer.ObservedLogs
+	runErr    chan error
+	cancel    context.CancelFunc
+}
+
+func startBroker(t *testing.T, partitions int32) *broker.Broker {
+	t.Helper()
+	b, err := broker.Start(broker.Config{Topics: []string{"status"}, Partitions: partitions, ClusterID: "cluster-a"}, zap.NewNop())
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+func newPublisher(t *testing.T, addr string) *transport.Publisher {
+	t.Helper()
+	pub, err := transport.NewPublisher(transport.PublisherConfig{Brokers: addr, Linger: time.Millisecond}, zap.NewNop())
+	if err != nil {
+		t.Fatalf("new publisher: %v", err)
+	}
+	t.Cleanup(pub.Close)
+	return pub
+}
+
+// startReader runs a reader of the broker's "status" topic in group.
+func startReader(t *testing.T, b *broker.Broker, group string, offsets transport.Offsets, sink *testSink) *harness {
+	t.Helper()
+	core, logs := observer.New(zapcore.InfoLevel)
+	h := &harness{
+		broker:   b,
+		topic:    "status",
+		sink:     sink,
+		rejects:  &testRejects{},
+		store:    &memStore{},
+		registry: prometheus.NewRegistry(),
+		logs:     logs,
+		runErr:   make(chan error, 1),
+	}
+	var err error
+	// The interval is irrelevant: the tests commit explicitly.
+	h.committer, err = committer.New(committer.Config{
+		Interval: time.Hour,
+		OnCommit: func(ps []committer.Position) { h.reader.CommitKafka(ps) },
+	}, h.store, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := transport.DefaultConfig()
+	cfg.Brokers = b.Addr()
+	cfg.GroupID = group
+	cfg.Topics = []string{h.topic}
+	cfg.MaxBundleBytes = 1 // raised to the floor, which the cases are sized for
+	h.reader, err = transport.NewReader(cfg, transport.Deps{
+		Decoder:    testDecoders(),
+		Sink:       sink,
+		Committer:  h.committer,
+		Offsets:    offsets,
+		Rejects:    h.rejects,
+		Logger:     zap.New(core),
+		Registerer: h.registry,
+	})
+	if err != nil {
+		t.Fatalf("new reader: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.runErr <- h.reader.Run(ctx) }()
+	t.Cleanup(func() { h.stop(t) })
+	return h
+}
+
+// stop cancels Run, waits for it and closes the reader; idempotent.
+func (h *harness) stop(t *testing.T) {
+	t.Helper()
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	select {
+	case err := <-h.runErr:
+		if err != nil {
+			t.Errorf("Run returned %v, want nil after cancellation", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Error("Run did not return after cancellation")
+	}
+	if err := h.reader.Close(); err != nil {
+		t.Errorf("close reader: %v", err)
+	}
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelsMatch(m, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := want[lp.GetName()]; ok {
+			if v != lp.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// TestReaderMixedInput publishes valid bundles interleaved with every kind
+// of bad message and checks that the valid ones reach the sink in partition
+// order, each bad one is rejected with its reason, logged and counted, and
+// the committed positions move past all of them.
+func TestReaderMixedInput(t *testing.T) {
+	b := startBroker(t, 3)
+	pub := newPublisher(t, b.Addr())
+	ctx := context.Background()
+
+	// Every case once per round, with a fresh hub name per message, and
+	// valid heartbeats of a few steady hubs in between.
+	expect := map[string]string{} // test case header → reason, "" for valid
+	steadyHubs := []string{"hub-a", "hub-b", "hub-c", "hub-d"}
+	steadyVersions := map[string][]uint64{}
+	published := 0
+	publish := func(id string, msg *kafka.Message) {
+		t.Helper()
+		msg.Headers = append(msg.Headers, kafka.Header{Key: caseHeader, Value: []byte(id)})
+		if err := pub.PublishMessage(ctx, msg); err != nil {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+		published++
+	}
+	gen := uint64(0)
+	for round := range 2 {
+		for i, tc := range decodeCases() {
+			id := fmt.Sprintf("r%d-c%d", round, i)
+			expect[id] = tc.reason
+			publish(id, tc.build(t, "status", "case-"+id))
+
+			hub := steadyHubs[i%len(steadyHubs)]
+			gen++
+			env := validEnvelope("status", hub)
+			env.Version = bundle.Version{Incarnation: 1, Generation: gen}
+			steadyVersions[hub] = append(steadyVersions[hub], gen)
+			publish("steady-"+hub+"-"+fmt.Sprint(gen), mustEncode(t, env))
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	if s := pub.Stats(); s.Delivered != uint64(published) || s.Failed != 0 {
+		t.Fatalf("publisher stats %+v, want %d delivered", s, published)
+	}
+
+	sink := &testSink{}
+	h := startReader(t, b, "mixed", &memOffsets{}, sink)
+	waitFor(t, waitTimeout, "every message to be read", func() bool {
+		return len(sink.snapshot())+len(h.rejects.snapshot()) == published
+	})
+	bundles, rejects := sink.snapshot(), h.rejects.snapshot()
+
+	// Each reject has the reason its case expects.
+	wantRejects := 0
+	for _, reason := range expect {
+		if reason != "" {
+			wantRejects++
+		}
+	}
+	if len(rejects) != wantRejects {
+		t.Errorf("%d rejects, want %d", len(rejects), wantRejects)
+	}
+	byReason := map[string]int{}
+	for _, rej := range rejects {
+		id := rej.Headers[caseHeader]
+		want, ok := expect[id]
+		if !ok || want == "" {
+			t.Errorf("unexpected reject of %q: %s: %v", id, rej.Reason, rej.Err)
+			continue
+		}
+		if rej.Reason != want {
+			t.Errorf("case %s rejected as %s (%v), want %s", id, rej.Reason, rej.Err, want)
+		}
+		if rej.Origin.Topic != "status" || rej.Err == nil {
+			t.Errorf("case %s: reject lacks origin or error: %+v", id, rej)
+		}
+		byReason[rej.Reason]++
+	}
+
+	// Valid bundles: every expected one, each partition in offset order,
+	// each steady hub's versions in publish order.
+	lastOffset := map[int32]int64{}
+	gotVersions := map[string][]uint64{}
+	accepted := 0
+	for _, bd := range bundles {
+		if prev, ok := lastOffset[bd.Origin.Partition]; ok && bd.Origin.Offset <= prev {
+			t.Errorf("partition %d: offset %d after %d", bd.Origin.Partition, bd.Origin.Offset, prev)
+		}
+		lastOffset[bd.Origin.Partition] = bd.Origin.Offset
+		if strings.HasPrefix(bd.Hub, "hub-") {
+			gotVersions[bd.Hub] = append(gotVersions[bd.Hub], bd.Version.Generation)
+		} else if want := expect[strings.TrimPrefix(bd.Hub, "case-")]; want != "" {
+			t.Errorf("bundle of %s accepted, want reject %s", bd.Hub, want)
+		}
+		accepted++
+	}
+	for hub, want := range steadyVersions {
+		if !slices.Equal(gotVersions[hub], want) {
+			t.Errorf("%s versions %v, want %v", hub, gotVersions[hub], want)
+		}
+	}
+
+	// Logged at warn with the reason and where the message was.
+	logged := h.logs.FilterMessage("message rejected").FilterLevelExact(zapcore.WarnLevel).All()
+	if len(logged) != len(rejects) {
+		t.Errorf("%d reject log lines, want %d", len(logged), len(rejects))
+	}
+	for _, l := range logged {
+		f := l.ContextMap()
+		if f["reason"] == nil || f["topic"] != "status" || f["offset"] == nil || f["partition"] == nil {
+			t.Errorf("reject log line lacks fields: %v", f)
+			break
+		}
+	}
+
+	// Counted.
+	for _, reason := range transport.Reasons {
+		got := counterValue(t, h.registry, "stb_transport_rejected_total", map[string]string{"reason": reason})
+		if int(got) != byReason[reason] {
+			t.Errorf("stb_transport_rejected_total{reason=%q} = %v, want %d", reason, got, byReason[reason])
+		}
+		if byReason[reason] == 0 {
+			t.Errorf("no case exercised reason %s", reason)
+		}
+	}
+	if got := counterValue(t, h.registry, "stb_transport_messages_total",
+		map[string]string{"topic": "status", "outcome": "accepted"}); int(got) != accepted {
+		t.Errorf("accepted messages counted %v, want %d", got, accepted)
+	}
+	if s := h.reader.Stats(); s.Read != uint64(published) || s.Accepted != uint64(accepted) || s.Rejected != uint64(len(rejects)) {
+		t.Errorf("stats %+v, want read %d accepted %d rejected %d", s, published, accepted, len(rejects))
+	}
+	if problems, err := testutil.GatherAndLint(h.registry); err != nil || len(problems) > 0 {
+		t.Errorf("metrics lint: %v %v", problems, err)
+	}
+
+	// Committed positions: rejects are done at once, so each partition's
+	// position is its first unreleased bundle; once the bundles are
+	// released it is past the last message read.
+	lowest, end := map[int32]int64{}, map[int32]int64{}
+	for _, bd := range bundles {
+		p := bd.Origin.Partition
+		if o, ok := lowest[p]; !ok || bd.Origin.Offset < o {
+			lowest[p] = bd.Origin.Offset
+		}
+	}
+	for _, o := range append(originsOf(bundles), rejectOrigins(rejects)...) {
+		end[o.Partition] = max(end[o.Partition], o.Offset+1)
+	}
+	for p, want := range lowest {
+		tr, ok := h.committer.Lookup("status", p)
+		if !ok {
+			t.Fatalf("partition %d not assigned in the committer", p)
+		}
+		if pos, _ := tr.Position(); pos != want {
+			t.Errorf("partition %d: position %d while bundles are held, want %d", p, pos, want)
+		}
+	}
+	for _, bd := range bundles {
+		bd.Release()
+	}
+	if err := h.committer.Commit(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for p, want := range end {
+		got, ok := h.store.get("status", p)
+		if !ok || got.Offset != want || got.ClusterID != "cluster-a" {
+			t.Errorf("partition %d: stored %+v (stored=%v), want offset %d in cluster-a", p, got, ok, want)
+		}
+	}
+}
+
+func originsOf(bs []*bundle.Bundle) []bundle.Origin {
+	out := make([]bundle.Origin, len(bs))
+	for i, b := range bs {
+		out[i] = b.Origin
+	}
+	return out
+}
+
+func rejectOrigins(rs []transport.Reject) []bundle.Origin {
+	out := make([]bundle.Origin, len(rs))
+	for i, r := range rs {
+		out[i] = r.Origin
+	}
+	return out
+}
+
+// TestReaderStartPosition checks where a restarted reader starts: at a
+// stored position of the same cluster, and at the earliest offset when the
+// stored one is from another cluster, absent, or cannot be loaded.
+func TestReaderStartPosition(t *testing.T) {
+	b := startBroker(t, 1)
+	pub := newPublisher(t, b.Addr())
+	ctx := context.Background()
+	const total = 10
+	for g := range uint64(total) {
+		env := validEnvelope("status", "hub-r")
+		env.Version = bundle.Version{Incarnation: 1, Generation: g}
+		if err := pub.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	stored := func(offset int64, cluster string) *memOffsets {
+		return &memOffsets{positions: map[string]committer.Position{
+			committer.RowName("status", 0): {Topic: "status", Partition: 0, Offset: offset, ClusterID: cluster},
+		}}
+	}
+	for _, tc := range []struct {
+		name      string
+		offsets   *memOffsets
+		wantFirst int64
+		wantStart string
+	}{
+		{"stored position of this cluster", stored(6, b.ClusterID()), 6, "stored"},
+		{"stored position of another cluster", stored(6, "another-cluster"), 0, "reset"},
+		{"nothing stored", &memOffsets{}, 0, "reset"},
+		{"store unavailable", &memOffsets{err: errors.New("database down")}, 0, "group"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &testSink{release: true}
+			h := startReader(t, b, "restart-"+strings.ReplaceAll(tc.name, " ", "-"), tc.offsets, sink)
+			want := total - int(tc.wantFirst)
+			waitFor(t, waitTimeout, fmt.Sprintf("%d bundles", want), func() bool { return len(sink.snapshot()) >= want })
+			// Give a wrong start the chance to show up as extra bundles.
+			time.Sleep(200 * time.Millisecond)
+			got := sink.snapshot()
+			if len(got) != want || got[0].Origin.Offset != tc.wantFirst {
+				t.Fatalf("read %d bundles starting at offset %d, want %d from %d", len(got), got[0].Origin.Offset, want, tc.wantFirst)
+			}
+			if got[0].Version.Generation != uint64(tc.wantFirst) {
+				t.Errorf("first bundle is generation %d, want %d", got[0].Version.Generation, tc.wantFirst)
+			}
+			if v := counterValue(t, h.registry, "stb_transport_assignments_total", map[string]string{"start": tc.wantStart}); v != 1 {
+				t.Errorf("stb_transport_assignments_total{start=%q} = %v, want 1", tc.wantStart, v)
+			}
+			if err := h.committer.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if p, ok := h.store.get("status", 0); !ok || p.Offset != total || p.ClusterID != b.ClusterID() {
+				t.Errorf("committed %+v, want offset %d of %s", p, total, b.ClusterID())
+			}
+		})
+	}
+}
+
+// TestReaderCloseStopsRun checks that Close ends a running Run with nil,
+// can be called twice, and that Run on a closed reader fails.
+func TestReaderCloseStopsRun(t *testing.T) {
+	b := startBroker(t, 1)
+	h := startReader(t, b, "close", &memOffsets{}, &testSink{})
+	waitFor(t, waitTimeout, "an assignment", func() bool {
+		_, ok := h.committer.Lookup("status", 0)
+		return ok
+	})
+	if err := h.reader.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-h.runErr:
+		if err != nil {
+			t.Errorf("Run returned %v after Close, want nil", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not return after Close")
+	}
+	h.cancel()
+	h.cancel = nil
+	if err := h.reader.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	if err := h.reader.Run(context.Background()); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("Run after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestReaderCloseBeforeKafkaAnswers closes a reader whose brokers never
+// answer: Run must give up waiting for the cluster id and return nil.
+func TestReaderCloseBeforeKafkaAnswers(t *testing.T) {
+	b := startBroker(t, 1)
+	addr := b.Addr()
+	b.Close() // nothing listens there any more
+	cm, err := committer.New(committer.Config{Interval: time.Hour}, &memStore{}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := transport.DefaultConfig()
+	cfg.Brokers, cfg.Topics = addr, []string{"status"}
+	r, err := transport.NewReader(cfg, transport.Deps{
+		Decoder: testDecoders(), Sink: &testSink{}, Committer: cm, Offsets: &memOffsets{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(context.Background()) }()
+	time.Sleep(100 * time.Millisecond)
+	if err := r.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	select {
+	case err := <-runErr:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not return after Close")
+	}
+}
+
+// TestReaderFallsBackToGroupOffset checks that when the stored positions
+// cannot be loaded the reader starts at the consumer group's committed
+// offset, which CommitKafka keeps up with the stored positions, rather
+// than replaying the topic.
+func TestReaderFallsBackToGroupOffset(t *testing.T) {
+	b := startBroker(t, 1)
+	pub := newPublisher(t, b.Addr())
+	ctx := context.Background()
+	publish := func(from, to uint64) {
+		t.Helper()
+		for g := from; g < to; g++ {
+			env := validEnvelope("status", "hub-g")
+			env.Version = bundle.Version{Incarnation: 1, Generation: g}
+			if err := pub.Publish(ctx, env); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pub.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(0, 5)
+
+	first := &testSink{release: true}
+	h := startReader(t, b, "fallback", &memOffsets{}, first)
+	waitFor(t, waitTimeout, "5 bundles", func() bool { return len(first.snapshot()) == 5 })
+	if err := h.committer.Commit(ctx); err != nil { // also commits to the group
+		t.Fatal(err)
+	}
+	h.stop(t)
+
+	publish(5, 7)
+	second := &testSink{release: true}
+	h2 := startReader(t, b, "fallback", &memOffsets{err: errors.New("database down")}, second)
+	waitFor(t, waitTimeout, "2 new bundles", func() bool { return len(second.snapshot()) >= 2 })
+	time.Sleep(200 * time.Millisecond)
+	got := second.snapshot()
+	if len(got) != 2 || got[0].Origin.Offset != 5 {
+		t.Fatalf("read %d bundles from offset %d, want 2 from offset 5", len(got), got[0].Origin.Offset)
+	}
+	if v := counterValue(t, h2.registry, "stb_transport_assignments_total", map[string]string{"start": "group"}); v != 1 {
+		t.Errorf("stb_transport_assignments_total{start=group} = %v, want 1", v)
+	}
+}

@@ -1,0 +1,154 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+)
+
+// rebalance is the consumer's rebalance callback. librdkafka calls it from
+// inside Poll (or Consumer.Close), so it runs under runMu like the poll loop.
+func (r *Reader) rebalance(c *kafka.Consumer, ev kafka.Event) error {
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		r.assign(c, e.Partitions)
+	case kafka.RevokedPartitions:
+		r.revoke(c, e.Partitions)
+	}
+	return nil
+}
+
+// cooperative reports whether the group hands out partitions incrementally
+// (cooperative-sticky, or the KIP-848 protocol) rather than all at once.
+func cooperative(c *kafka.Consumer) bool {
+	return c.GetRebalanceProtocol() == "COOPERATIVE"
+}
+
+// assign starts each newly assigned partition where its stored position
+// says, registers it with the committer, and hands the assignment to
+// librdkafka.
+func (r *Reader) assign(c *kafka.Consumer, parts []kafka.TopicPartition) {
+	ctx, cancel := context.WithTimeout(r.baseContext(), r.cfg.AssignTimeout)
+	defer cancel()
+
+	assigned := make([]kafka.TopicPartition, 0, len(parts))
+	for _, tp := range parts {
+		if tp.Topic == nil {
+			continue
+		}
+		topic := *tp.Topic
+		offset, start := r.startOffset(ctx, topic, tp.Partition)
+		tp.Offset = offset
+		assigned = append(assigned, tp)
+		r.parts[partitionKey{topic, tp.Partition}] = r.deps.Committer.Assign(topic, tp.Partition, start)
+	}
+
+	var err error
+	if cooperative(c) {
+		err = c.IncrementalAssign(assigned)
+	} else {
+		err = c.Assign(assigned)
+	}
+	if err != nil {
+		// The consumer would sit in the group reading nothing; better to
+		// stop and let the process be restarted.
+		r.fatal = fmt.Errorf("assign %d partitions: %w", len(assigned), err)
+		r.logger.Error("assigning partitions failed", zap.Error(err))
+		return
+	}
+	r.metrics.assigned.Set(float64(len(r.parts)))
+}
+
+// startOffset decides where a partition starts: at the position stored for
+// it when that position was read from this same Kafka cluster, else at
+// auto.offset.reset. start is what the committer is told: the offset, or -1
+// when the broker decides.
+func (r *Reader) startOffset(ctx context.Context, topic string, partition int32) (offset kafka.Offset, start int64) {
+	fields := []zap.Field{zap.String("topic", topic), zap.Int32("partition", partition)}
+	pos, ok, err := r.deps.Offsets.Load(ctx, topic, partition)
+	switch {
+	case err != nil:
+		// Not auto.offset.reset: replaying a whole topic because the
+		// database hiccuped would be far worse. The group's committed
+		// offset trails the stored position (it is committed after it),
+		// so starting there replays a little and skips nothing.
+		r.metrics.assignments.WithLabelValues(startGroup).Inc()
+		r.logger.Warn("stored position unavailable; starting at the consumer group's committed offset",
+			append(fields, zap.Error(err))...)
+		return kafka.OffsetStored, -1
+	case !ok:
+		r.logger.Info("no stored position; starting at auto.offset.reset",
+			append(fields, zap.String("autoOffsetReset", r.cfg.AutoOffsetReset))...)
+	case pos.ClusterID != r.clusterID:
+		r.logger.Warn("stored position is from another Kafka cluster; ignoring it and starting at auto.offset.reset",
+			append(fields, zap.Int64("storedOffset", pos.Offset), zap.String("storedClusterId", pos.ClusterID),
+				zap.String("clusterId", r.clusterID), zap.String("autoOffsetReset", r.cfg.AutoOffsetReset))...)
+	case pos.Offset < 0:
+		r.logger.Warn("stored position is negative; starting at auto.offset.reset",
+			append(fields, zap.Int64("storedOffset", pos.Offset))...)
+	default:
+		r.metrics.assignments.WithLabelValues(startStored).Inc()
+		r.logger.Info("resuming at stored position", append(fields, zap.Int64("offset", pos.Offset))...)
+		return kafka.Offset(pos.Offset), pos.Offset
+	}
+	r.metrics.assignments.WithLabelValues(startReset).Inc()
+	// Explicitly, not kafka.OffsetStored: Postgres is the truth. With no
+	// usable row (a new or wiped database, another cluster) the group's
+	// committed offset could skip data the database never saw.
+	if r.cfg.AutoOffsetReset == "latest" {
+		return kafka.OffsetEnd, -1
+	}
+	return kafka.OffsetBeginning, -1
+}
+
+// revoke commits each revoked partition a last time, forgets it, and hands
+// it back to librdkafka.
+func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
+	if c.AssignmentLost() {
+		// Another member may already own them; the offset row's guard
+		// keeps a late commit of ours from moving its position.
+		r.logger.Warn("partition assignment lost", zap.Int("partitions", len(parts)))
+	}
+	// During Close the shutdown sequence has made the final commit already
+	// and may have closed the database pool since.
+	commit := !r.closing.Load()
+	ctx, cancel := context.WithTimeout(r.baseContext(), r.cfg.RevokeTimeout)
+	defer cancel()
+	for _, tp := range parts {
+		if tp.Topic == nil {
+			continue
+		}
+		topic := *tp.Topic
+		if commit {
+			if err := r.deps.Committer.Revoke(ctx, topic, tp.Partition); err != nil {
+				r.logger.Warn("final commit of revoked partition failed; it will replay from the last stored position",
+					zap.String("topic", topic), zap.Int32("partition", tp.Partition), zap.Error(err))
+			}
+		}
+		delete(r.parts, partitionKey{topic, tp.Partition})
+		r.logger.Info("partition revoked", zap.String("topic", topic), zap.Int32("partition", tp.Partition))
+	}
+
+	var err error
+	if cooperative(c) {
+		err = c.IncrementalUnassign(parts)
+	} else {
+		err = c.Unassign()
+	}
+	if err != nil {
+		r.logger.Warn("unassigning partitions failed", zap.Error(err))
+	}
+	r.metrics.assigned.Set(float64(len(r.parts)))
+}
+
+// baseContext is the context of the callbacks' I/O: Run's, without its
+// cancellation, so that a final commit is bounded by its own timeout and
+// not cut short by the shutdown that caused it.
+func (r *Reader) baseContext() context.Context {
+	if r.runCtx == nil {
+		return context.Background()
+	}
+	return context.WithoutCancel(r.runCtx)
+}
