@@ -17,8 +17,11 @@ const (
 	// or says something the handler cannot write.
 	ReasonBadPayload = "bad_payload"
 	// ReasonBadGroup: Apply was handed no bundles, or bundles of more than
-	// one hub or type.
+	// one hub or type, or deltas on more than one base.
 	ReasonBadGroup = "bad_group"
+	// ReasonStaleBase: deltas whose base is not the version of their base
+	// type the database holds, so they cannot be applied on top of it.
+	ReasonStaleBase = "stale_base"
 )
 
 // ErrUnknownType is wrapped by the error Apply returns for a bundle type

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -124,4 +125,88 @@ func readVersion(t testing.TB, pool *pgxpool.Pool, hub, typ string) (versionRow,
 		t.Fatal(err)
 	}
 	return r, true
+}
+
+// complianceRow is one row of status.compliance, as tests compare them.
+type complianceRow struct {
+	State string
+	XMin  string // changes whenever the row is written
+}
+
+// readCompliance returns the hub's rows of status.compliance by
+// "policy/cluster".
+func readCompliance(t testing.TB, pool *pgxpool.Pool, hub string) map[string]complianceRow {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `
+		SELECT policy_id || '/' || cluster_name, compliance, xmin::text
+		FROM status.compliance WHERE hub = $1`, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]complianceRow{}
+	for rows.Next() {
+		var key string
+		var r complianceRow
+		if err := rows.Scan(&key, &r.State, &r.XMin); err != nil {
+			t.Fatal(err)
+		}
+		out[key] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// states reduces rows to "policy/cluster" → compliance.
+func states(rows map[string]complianceRow) map[string]string {
+	out := make(map[string]string, len(rows))
+	for k, r := range rows {
+		out[k] = r.State
+	}
+	return out
+}
+
+// objectsData returns event data {"objects":[...]} of the given objects.
+func objectsData(objects ...any) []byte {
+	if objects == nil {
+		objects = []any{}
+	}
+	data, err := json.Marshal(map[string]any{"objects": objects})
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// placement returns a clusterspolicies object.
+func placement(policyID string, clusters ...string) map[string]any {
+	if clusters == nil {
+		clusters = []string{}
+	}
+	return map[string]any{"policyId": policyID, "clusters": clusters, "remediationAction": "inform", "resourceVersion": "1"}
+}
+
+// policyCompliance returns a compliance object.
+func policyCompliance(policyID string, nonCompliant, unknown []string) map[string]any {
+	return map[string]any{"policyId": policyID, "nonCompliantClusters": nonCompliant, "unknownComplianceClusters": unknown, "resourceVersion": "1"}
+}
+
+// changedRows returns the keys of rows whose xmin differs between two
+// reads, or that exist in only one.
+func changedRows(before, after map[string]complianceRow) []string {
+	var out []string
+	for k, a := range after {
+		if b, ok := before[k]; !ok || b.XMin != a.XMin {
+			out = append(out, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // decodeObjects decodes the data every status bundle carries: a JSON object
@@ -35,4 +37,58 @@ func decodeObjects(data []byte, required bool) ([]json.RawMessage, error) {
 		return nil, fmt.Errorf(`payload: "objects": %w`, err)
 	}
 	return objects, nil
+}
+
+// checkName returns an error unless s can be a key column: not empty, and
+// free of NUL characters, which JSON can carry ("\u0000") but PostgreSQL
+// text cannot. Catching them here makes them a bad_payload dead letter at
+// the reader instead of a data exception in a worker's transaction.
+func checkName(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is missing or empty", field)
+	}
+	return checkText(field, s)
+}
+
+// checkText returns an error if s holds a NUL character (see checkName).
+func checkText(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%s contains a NUL character", field)
+	}
+	return nil
+}
+
+// checkNames checks every name of a list with checkName.
+func checkNames(field string, names []string) error {
+	for i, s := range names {
+		if err := checkName(fmt.Sprintf("%s[%d]", field, i), s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sortedSet sorts names and removes duplicates, in place: decoders own the
+// slices they decoded, and a sorted, duplicate-free list is what a single
+// set-based statement needs (one touch per row, keys in one order).
+func sortedSet(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// without returns the elements of a that are not in b, both sorted sets,
+// reusing a's array.
+func without(a, b []string) []string {
+	out := a[:0]
+	j := 0
+	for _, s := range a {
+		for j < len(b) && b[j] < s {
+			j++
+		}
+		if j < len(b) && b[j] == s {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }

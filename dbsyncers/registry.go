@@ -2,7 +2,6 @@ package dbsyncers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -31,6 +30,11 @@ type Syncer struct {
 	// Handle writes the bundles of one hub to the database. Complete and
 	// stream bundles come one at a time; deltas come as one ordered group.
 	Handle func(ctx context.Context, db DB, bundles []*bundle.Bundle) error
+	// Merge, optional and only for delta types, folds a newer delta payload
+	// into an older one, later winning, so that a conflation unit can hold
+	// a hub's many waiting deltas as one (conflation.MergeFunc). It must
+	// not modify newer, and the result must be a payload Handle takes.
+	Merge func(older, newer any) any
 }
 
 // ErrDuplicateType is returned by Register for a type registered twice.
@@ -60,6 +64,10 @@ func Default() *Registry {
 	r, err := NewRegistry(
 		Heartbeat(),
 		ManagedClusters(),
+		ClustersPolicies(),
+		Compliance(),
+		ComplianceDelta(),
+		PolicyEvents(),
 	)
 	if err != nil {
 		panic(err) // the built-in list is fixed; a duplicate is a programming error
@@ -71,6 +79,9 @@ func Default() *Registry {
 func (r *Registry) Register(s Syncer) error {
 	if s.Name == "" || s.Decode == nil || s.Handle == nil {
 		return fmt.Errorf("syncer %q: name, decoder and handler are required", s.Name)
+	}
+	if s.Merge != nil && s.Kind != bundle.Delta {
+		return fmt.Errorf("syncer %q: only delta types merge, this one is %v", s.Name, s.Kind)
 	}
 	if _, ok := r.byType[s.Name]; ok {
 		return fmt.Errorf("%w: %q", ErrDuplicateType, s.Name)
@@ -101,11 +112,14 @@ func (r *Registry) Types() []bundle.TypeInfo {
 	return out
 }
 
-// decodeJSON is the decoder of most types: strict JSON into T.
-func decodeJSON[T any](data []byte) (any, error) {
-	var v T
-	if err := json.Unmarshal(data, &v); err != nil {
-		return nil, err
+// Mergers returns the merge functions of the types that have one, by type
+// name: what conflation.Config.Merge takes.
+func (r *Registry) Mergers() map[string]func(older, newer any) any {
+	out := make(map[string]func(older, newer any) any)
+	for _, s := range r.order {
+		if s.Merge != nil {
+			out[s.Name] = s.Merge
+		}
 	}
-	return &v, nil
+	return out
 }

@@ -3,6 +3,7 @@ package dbsyncers
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -62,19 +63,44 @@ func TestNewRegistry(t *testing.T) {
 
 func TestDefaultRegistry(t *testing.T) {
 	r := Default()
-	var names []string
-	for _, ti := range r.Types() {
-		names = append(names, ti.Name)
+	// Heartbeats come first: they are cheap and say the hub is alive. Then
+	// each type after the one it depends on, events last.
+	want := []bundle.TypeInfo{
+		{Name: "heartbeat", Kind: bundle.Complete},
+		{Name: "managedclusters", Kind: bundle.Complete},
+		{Name: "clusterspolicies", Kind: bundle.Complete, DependsOn: "managedclusters", Rule: bundle.AfterProcessed},
+		{Name: "compliance", Kind: bundle.Complete, DependsOn: "clusterspolicies", Rule: bundle.AtLeast},
+		{Name: "compliancedelta", Kind: bundle.Delta, DependsOn: "compliance", Rule: bundle.Exactly},
+		{Name: "policyevents", Kind: bundle.Stream},
 	}
-	// Heartbeats come first: they are cheap and say the hub is alive.
-	want := []string{"heartbeat", "managedclusters"}
-	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
-		t.Fatalf("types = %v, want them to start with %v", names, want)
+	if got := r.Types(); !slices.Equal(got, want) {
+		t.Fatalf("Types() = %+v\nwant %+v", got, want)
 	}
-	for _, name := range want {
-		s, _ := r.Lookup(name)
-		if s.Kind != bundle.Complete || s.Rule != bundle.NoDependency {
-			t.Errorf("%s: kind %v rule %v, want complete without dependency", name, s.Kind, s.Rule)
+	for _, ti := range want {
+		s, ok := r.Lookup(ti.Name)
+		if !ok || s.Decode == nil || s.Handle == nil {
+			t.Errorf("%s: registered %v, with decoder and handler", ti.Name, ok)
 		}
+	}
+	mergers := r.Mergers()
+	if len(mergers) != 1 || mergers["compliancedelta"] == nil {
+		t.Errorf("Mergers() = %v, want compliancedelta's only", slices.Collect(maps.Keys(mergers)))
+	}
+}
+
+func TestRegisterMerge(t *testing.T) {
+	complete := fakeSyncer("a", bundle.NoDependency, "")
+	complete.Merge = func(older, newer any) any { return newer }
+	if _, err := NewRegistry(complete); err == nil {
+		t.Errorf("NewRegistry accepted a merge function on a complete type")
+	}
+	delta := fakeSyncer("d", bundle.Exactly, "a")
+	delta.Kind, delta.Merge = bundle.Delta, complete.Merge
+	r, err := NewRegistry(fakeSyncer("a", bundle.NoDependency, ""), delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.Mergers(); len(m) != 1 || m["d"] == nil {
+		t.Errorf("Mergers() = %v, want d's", m)
 	}
 }

@@ -190,3 +190,84 @@ func TestApplyErrors(t *testing.T) {
 		t.Errorf("failed Apply calls left %d rows behind", n)
 	}
 }
+
+// TestApplyFencePolicyTypes: for every policy type, a bundle older than
+// the one applied writes nothing, whatever it holds.
+func TestApplyFencePolicyTypes(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	v := func(gen uint64) bundle.Version { return bundle.Version{Incarnation: 1, Generation: gen} }
+	base := v(5)
+	decoded := func(typ string, objects ...any) any { return mustDecode(t, typ, objectsData(objects...)) }
+	delta := func(hub string, gen uint64, ch string) *bundle.Bundle {
+		return deltaBundle(hub, gen, base, changes(ch))
+	}
+	tests := []struct {
+		typ          string
+		setup        func(hub string) []*bundle.Bundle
+		newer, older func(hub string) *bundle.Bundle
+	}{
+		{"clusterspolicies", nil,
+			func(hub string) *bundle.Bundle {
+				return newBundle(hub, "clusterspolicies", v(10), decoded("clusterspolicies", placement("p1", "a")))
+			},
+			func(hub string) *bundle.Bundle {
+				return newBundle(hub, "clusterspolicies", v(9), decoded("clusterspolicies", placement("p1", "b")))
+			}},
+		{"compliance",
+			func(hub string) []*bundle.Bundle {
+				return []*bundle.Bundle{newBundle(hub, "clusterspolicies", v(1), decoded("clusterspolicies", placement("p1", "a", "b")))}
+			},
+			func(hub string) *bundle.Bundle {
+				return newBundle(hub, "compliance", v(10), decoded("compliance", policyCompliance("p1", []string{"a"}, nil)))
+			},
+			func(hub string) *bundle.Bundle {
+				return newBundle(hub, "compliance", v(9), decoded("compliance", policyCompliance("p1", []string{"b"}, nil)))
+			}},
+		{"compliancedelta",
+			func(hub string) []*bundle.Bundle {
+				return []*bundle.Bundle{
+					newBundle(hub, "clusterspolicies", v(1), decoded("clusterspolicies", placement("p1", "a", "b"))),
+					newBundle(hub, "compliance", base, decoded("compliance", policyCompliance("p1", nil, nil))),
+				}
+			},
+			func(hub string) *bundle.Bundle { return delta(hub, 10, "p1/a=n") },
+			func(hub string) *bundle.Bundle { return delta(hub, 9, "p1/b=n") }},
+		{"policyevents", nil,
+			func(hub string) *bundle.Bundle {
+				return newBundle(hub, "policyevents", v(10), decoded("policyevents", event("p1", "a", "e1", "m", "")))
+			},
+			func(hub string) *bundle.Bundle {
+				return newBundle(hub, "policyevents", v(9), decoded("policyevents", event("p1", "a", "e2", "m", "")))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			hub := "hub-fence-" + tt.typ
+			var group []*bundle.Bundle
+			if tt.setup != nil {
+				group = tt.setup(hub)
+			}
+			for _, b := range append(group, tt.newer(hub)) {
+				if applied, err := apply(t, pool, b); err != nil || !applied {
+					t.Fatalf("Apply %s %s = %v, %v", b.Type, b.Version, applied, err)
+				}
+			}
+			compliance, events := readCompliance(t, pool, hub), readEvents(t, pool, hub)
+			version, _ := readVersion(t, pool, hub, tt.typ)
+
+			if applied, err := apply(t, pool, tt.older(hub)); err != nil || applied {
+				t.Fatalf("Apply older = %v, %v; want false, nil", applied, err)
+			}
+			if got := readCompliance(t, pool, hub); !reflect.DeepEqual(got, compliance) {
+				t.Errorf("older bundle changed compliance: %v, was %v", got, compliance)
+			}
+			if got := readEvents(t, pool, hub); !reflect.DeepEqual(got, events) {
+				t.Errorf("older bundle changed events: %v, were %v", got, events)
+			}
+			if got, _ := readVersion(t, pool, hub, tt.typ); got != version {
+				t.Errorf("older bundle changed bundle_versions: %+v, was %+v", got, version)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package dbsyncers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// PolicyClusters is one policy of a clusterspolicies bundle: the clusters
+// it is placed on, sorted, one per name.
+type PolicyClusters struct {
+	PolicyID string
+	Clusters []string
+}
+
+// ClustersPoliciesPayload is the decoded data of a clusterspolicies bundle:
+// every policy of the hub with its clusters, sorted by policy id, one per
+// policy. The objects' remediationAction and resourceVersion are checked
+// to be strings and dropped: no table has a column for them.
+type ClustersPoliciesPayload struct {
+	Policies []PolicyClusters
+}
+
+// pairs returns the policy and cluster of every pair, sorted, checking
+// that p is normalised as the decoder leaves it.
+func (p *ClustersPoliciesPayload) pairs() (policyIDs, clusters []string, err error) {
+	n := 0
+	for _, pc := range p.Policies {
+		n += len(pc.Clusters)
+	}
+	policyIDs, clusters = make([]string, 0, n), make([]string, 0, n)
+	for i, pc := range p.Policies {
+		if pc.PolicyID == "" || (i > 0 && p.Policies[i-1].PolicyID >= pc.PolicyID) {
+			return nil, nil, fmt.Errorf("policy %d (%q) is empty, listed twice or out of order", i, pc.PolicyID)
+		}
+		for j, c := range pc.Clusters {
+			if c == "" || (j > 0 && pc.Clusters[j-1] >= c) {
+				return nil, nil, fmt.Errorf("policy %q: cluster %d (%q) is empty, listed twice or out of order", pc.PolicyID, j, c)
+			}
+			policyIDs = append(policyIDs, pc.PolicyID)
+			clusters = append(clusters, c)
+		}
+	}
+	return policyIDs, clusters, nil
+}
+
+// ClustersPolicies returns the syncer of "clusterspolicies" bundles:
+// complete snapshots of which policies of a hub apply to which of its
+// clusters. They decide which rows status.compliance holds; compliance
+// bundles then only say how those rows comply. A hub's placement refers to
+// its managed clusters, so it waits until those were written once.
+func ClustersPolicies() Syncer {
+	return Syncer{
+		TypeInfo: bundle.TypeInfo{
+			Name: "clusterspolicies", Kind: bundle.Complete,
+			DependsOn: "managedclusters", Rule: bundle.AfterProcessed,
+		},
+		Decode: decodeClustersPolicies,
+		Handle: handleClustersPolicies,
+	}
+}
+
+// decodeClustersPolicies reads {"objects":[{"policyId","clusters":[...],
+// "remediationAction","resourceVersion"}...]}. A policy listed twice is
+// taken from its last object, as a later entry of a snapshot is the later
+// state; a cluster listed twice for one policy counts once.
+func decodeClustersPolicies(data []byte) (any, error) {
+	objects, err := decodeObjects(data, true)
+	if err != nil {
+		return nil, fmt.Errorf("clusterspolicies %w", err)
+	}
+	policies := make([]PolicyClusters, len(objects))
+	for i, obj := range objects {
+		var o struct {
+			PolicyID          string   `json:"policyId"`
+			Clusters          []string `json:"clusters"`
+			RemediationAction string   `json:"remediationAction"`
+			ResourceVersion   string   `json:"resourceVersion"`
+		}
+		if err := json.Unmarshal(obj, &o); err != nil {
+			return nil, fmt.Errorf("clusterspolicies payload: object %d: %w", i, err)
+		}
+		if err := checkName("policyId", o.PolicyID); err != nil {
+			return nil, fmt.Errorf("clusterspolicies payload: object %d: %w", i, err)
+		}
+		if err := checkNames("clusters", o.Clusters); err != nil {
+			return nil, fmt.Errorf("clusterspolicies payload: object %d (policy %q): %w", i, o.PolicyID, err)
+		}
+		policies[i] = PolicyClusters{PolicyID: o.PolicyID, Clusters: sortedSet(o.Clusters)}
+	}
+	return &ClustersPoliciesPayload{Policies: lastPerPolicy(policies, func(p PolicyClusters) string { return p.PolicyID })}, nil
+}
+
+// lastPerPolicy sorts a decoder's policies by id and keeps the last one of
+// each id, in place.
+func lastPerPolicy[T any](policies []T, id func(T) string) []T {
+	// Stable, so equal ids keep their input order and the last one wins.
+	slices.SortStableFunc(policies, func(a, b T) int { return strings.Compare(id(a), id(b)) })
+	n := 0
+	for i := range policies {
+		if i+1 < len(policies) && id(policies[i+1]) == id(policies[i]) {
+			continue
+		}
+		policies[n] = policies[i]
+		n++
+	}
+	clear(policies[n:])
+	return policies[:n]
+}
+
+// Statements of the clusterspolicies handler. The listed pairs come either
+// from unnest over two arrays ($2, $3) or, for large bundles, from a
+// temporary table filled by COPY.
+const (
+	unnestPlacementPairs = `unnest($2::text[], $3::text[]) AS s(policy_id, cluster_name)`
+	stagedPlacementPairs = `pg_temp.stb_placement_pairs AS s`
+
+	// deletePlacement removes the hub's (policy, cluster) rows the snapshot
+	// no longer lists, whatever their compliance. NOT EXISTS plans as an
+	// anti-join.
+	deletePlacementHead = `
+DELETE FROM status.compliance AS t
+WHERE t.hub = $1
+  AND NOT EXISTS (
+	SELECT 1 FROM `
+	deletePlacementTail = `
+	WHERE s.policy_id = t.policy_id AND s.cluster_name = t.cluster_name)`
+
+	// insertPlacement adds the pairs the snapshot newly lists, as
+	// 'unknown' until a compliance bundle says otherwise. Existing pairs
+	// keep their row and compliance untouched: the anti-join skips them
+	// without a write, and ON CONFLICT only guards against a concurrent
+	// writer of the same hub.
+	insertPlacementHead = `
+INSERT INTO status.compliance AS t (hub, policy_id, cluster_name, compliance)
+SELECT $1, s.policy_id, s.cluster_name, 'unknown'
+FROM `
+	insertPlacementTail = `
+WHERE NOT EXISTS (
+	SELECT 1 FROM status.compliance AS c
+	WHERE c.hub = $1 AND c.policy_id = s.policy_id AND c.cluster_name = s.cluster_name)
+ON CONFLICT (hub, policy_id, cluster_name) DO NOTHING`
+
+	deletePlacementSQL       = deletePlacementHead + unnestPlacementPairs + deletePlacementTail
+	insertPlacementSQL       = insertPlacementHead + unnestPlacementPairs + insertPlacementTail
+	deletePlacementStagedSQL = deletePlacementHead + stagedPlacementPairs + deletePlacementTail
+	insertPlacementStagedSQL = insertPlacementHead + stagedPlacementPairs + insertPlacementTail
+
+	// createPlacementStageSQL: see createComplianceStageSQL.
+	createPlacementStageSQL = `
+DROP TABLE IF EXISTS pg_temp.stb_placement_pairs;
+CREATE TEMP TABLE stb_placement_pairs (policy_id text, cluster_name text) ON COMMIT DROP`
+)
+
+// handleClustersPolicies makes the hub's rows of status.compliance exactly
+// the snapshot's (policy, cluster) pairs: pairs no longer listed are
+// deleted, new ones inserted as 'unknown', and pairs that stay keep their
+// compliance. It is one DELETE and one INSERT over the same two arrays
+// (policy and cluster of every pair, sorted), sent as one batch: one round
+// trip whatever the size. Of several bundles the last is the hub's latest
+// state and the only one written.
+func handleClustersPolicies(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+	b := bundles[len(bundles)-1]
+	p, err := payloadOf[ClustersPoliciesPayload](b)
+	if err != nil {
+		return err
+	}
+	policyIDs, clusters, err := p.pairs()
+	if err != nil {
+		return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("clusterspolicies of hub %q: %w", b.Hub, err)}
+	}
+	return writePlacement(ctx, db, b.Hub, policyIDs, clusters, len(policyIDs) > stageRowsAbove)
+}
+
+// writePlacement runs the two statements of the clusterspolicies handler,
+// staging the pairs in a temporary table first when staged is set.
+func writePlacement(ctx context.Context, db DB, hub string, policyIDs, clusters []string, staged bool) error {
+	if staged {
+		if err := stage(ctx, db, createPlacementStageSQL, "stb_placement_pairs",
+			[]string{"policy_id", "cluster_name"}, policyIDs, clusters); err != nil {
+			return err
+		}
+		return execBatch(ctx, db,
+			statement{"delete removed placements", deletePlacementStagedSQL, []any{hub}},
+			statement{"insert new placements", insertPlacementStagedSQL, []any{hub}})
+	}
+	return execBatch(ctx, db,
+		statement{"delete removed placements", deletePlacementSQL, []any{hub, policyIDs, clusters}},
+		statement{"insert new placements", insertPlacementSQL, []any{hub, policyIDs, clusters}})
+}

@@ -1,0 +1,246 @@
+package dbsyncers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// ComplianceState is how one cluster complies with one policy.
+type ComplianceState uint8
+
+// The states of status.compliance.compliance. The zero value is none of
+// them and is never written.
+const (
+	Compliant ComplianceState = iota + 1
+	NonCompliant
+	UnknownCompliance
+)
+
+// String returns the state as status.compliance stores it.
+func (s ComplianceState) String() string {
+	switch s {
+	case Compliant:
+		return "compliant"
+	case NonCompliant:
+		return "non_compliant"
+	case UnknownCompliance:
+		return "unknown"
+	}
+	return fmt.Sprintf("ComplianceState(%d)", uint8(s))
+}
+
+// PolicyCompliance is one policy of a compliance bundle: its clusters that
+// are not compliant or whose compliance is unknown, both sorted, one per
+// name, and disjoint. The policy's other clusters are compliant.
+type PolicyCompliance struct {
+	PolicyID     string
+	NonCompliant []string
+	Unknown      []string
+}
+
+// CompliancePayload is the decoded data of a compliance bundle: the
+// policies it reports on, sorted by id, one per id.
+type CompliancePayload struct {
+	Policies []PolicyCompliance
+}
+
+// Compliance returns the syncer of "compliance" bundles: complete reports
+// of how a hub's clusters comply with the policies listed. They build on
+// the placement of a clusterspolicies bundle at least as new as the one
+// they were computed from (extdependencyversion).
+func Compliance() Syncer {
+	return Syncer{
+		TypeInfo: bundle.TypeInfo{
+			Name: "compliance", Kind: bundle.Complete,
+			DependsOn: "clusterspolicies", Rule: bundle.AtLeast,
+		},
+		Decode: decodeCompliance,
+		Handle: handleCompliance,
+	}
+}
+
+// decodeCompliance reads {"objects":[{"policyId","nonCompliantClusters":
+// [...],"unknownComplianceClusters":[...],"resourceVersion"}...]}.
+//
+// A cluster listed both as non-compliant and as unknown is non-compliant:
+// the hub saw it fail, which is the state an operator must not miss. A
+// policy listed twice is taken from its last object.
+func decodeCompliance(data []byte) (any, error) {
+	objects, err := decodeObjects(data, true)
+	if err != nil {
+		return nil, fmt.Errorf("compliance %w", err)
+	}
+	policies := make([]PolicyCompliance, len(objects))
+	for i, obj := range objects {
+		var o struct {
+			PolicyID        string   `json:"policyId"`
+			NonCompliant    []string `json:"nonCompliantClusters"`
+			Unknown         []string `json:"unknownComplianceClusters"`
+			ResourceVersion string   `json:"resourceVersion"`
+		}
+		if err := json.Unmarshal(obj, &o); err != nil {
+			return nil, fmt.Errorf("compliance payload: object %d: %w", i, err)
+		}
+		if err := checkName("policyId", o.PolicyID); err != nil {
+			return nil, fmt.Errorf("compliance payload: object %d: %w", i, err)
+		}
+		if err := checkNames("nonCompliantClusters", o.NonCompliant); err != nil {
+			return nil, fmt.Errorf("compliance payload: object %d (policy %q): %w", i, o.PolicyID, err)
+		}
+		if err := checkNames("unknownComplianceClusters", o.Unknown); err != nil {
+			return nil, fmt.Errorf("compliance payload: object %d (policy %q): %w", i, o.PolicyID, err)
+		}
+		nc := sortedSet(o.NonCompliant)
+		policies[i] = PolicyCompliance{PolicyID: o.PolicyID, NonCompliant: nc, Unknown: without(sortedSet(o.Unknown), nc)}
+	}
+	return &CompliancePayload{Policies: lastPerPolicy(policies, func(p PolicyCompliance) string { return p.PolicyID })}, nil
+}
+
+// complianceRows is a set of (policy, cluster, compliance) rows sorted by
+// policy and cluster, one per pair, as parallel columns: the arrays the
+// statements unnest, or the columns copied into a temporary table.
+type complianceRows struct {
+	policyIDs, clusters, states []string
+}
+
+func (r *complianceRows) add(policyID, cluster string, s ComplianceState) {
+	r.policyIDs = append(r.policyIDs, policyID)
+	r.clusters = append(r.clusters, cluster)
+	r.states = append(r.states, s.String())
+}
+
+func (r *complianceRows) len() int { return len(r.policyIDs) }
+
+// rows returns the listed rows of p in key order, checking that p is
+// normalised as the decoder leaves it.
+func (p *CompliancePayload) rows() (policyIDs []string, rows complianceRows, err error) {
+	n := 0
+	for _, pc := range p.Policies {
+		n += len(pc.NonCompliant) + len(pc.Unknown)
+	}
+	policyIDs = make([]string, len(p.Policies))
+	rows = complianceRows{make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)}
+	for i, pc := range p.Policies {
+		if pc.PolicyID == "" || (i > 0 && p.Policies[i-1].PolicyID >= pc.PolicyID) {
+			return nil, rows, fmt.Errorf("policy %d (%q) is empty or out of order", i, pc.PolicyID)
+		}
+		policyIDs[i] = pc.PolicyID
+		// Merge the two sorted, disjoint lists into one sorted run.
+		nc, unk := pc.NonCompliant, pc.Unknown
+		last := ""
+		for len(nc) > 0 || len(unk) > 0 {
+			var c string
+			var s ComplianceState
+			if len(unk) == 0 || (len(nc) > 0 && nc[0] < unk[0]) {
+				c, s, nc = nc[0], NonCompliant, nc[1:]
+			} else {
+				c, s, unk = unk[0], UnknownCompliance, unk[1:]
+			}
+			if c == "" || c <= last {
+				return nil, rows, fmt.Errorf("policy %q: cluster %q is empty, listed twice or out of order", pc.PolicyID, c)
+			}
+			last = c
+			rows.add(pc.PolicyID, c, s)
+		}
+	}
+	return policyIDs, rows, nil
+}
+
+// Statements of the compliance handler. Rows are matched on the primary
+// key; the listed rows come either from unnest over arrays of their
+// columns or, for large bundles, from a temporary table filled by COPY.
+//
+// Both statements only update: placement (which rows exist) is owned by
+// clusterspolicies. A listed cluster without a row of its policy is
+// skipped, not inserted. The dependency rule guarantees the placement
+// this bundle was computed from, or a newer one, is already written, so a
+// missing row means a newer placement removed the pair; inserting it
+// would bring back a pair the hub no longer places, until its next
+// clusterspolicies bundle. Rows already in the wanted state are not
+// written at all (no new row version, updated_at kept).
+const (
+	unnestComplianceRows = `unnest($2::text[], $3::text[], $4::text[]) AS s(policy_id, cluster_name, compliance)`
+	unnestListedPairs    = `unnest($3::text[], $4::text[]) AS s(policy_id, cluster_name)`
+	stagedComplianceRows = `pg_temp.stb_compliance_rows AS s`
+
+	updateListedHead = `
+UPDATE status.compliance AS t
+SET compliance = s.compliance, updated_at = now()
+FROM `
+	updateListedTail = `
+WHERE t.hub = $1 AND t.policy_id = s.policy_id AND t.cluster_name = s.cluster_name
+  AND t.compliance <> s.compliance`
+
+	// updateOthersHead..Tail sets every other row of the listed policies
+	// ($2) compliant: NOT EXISTS over the listed rows plans as an
+	// anti-join against the hub's rows of those policies, read through
+	// the primary key. It reads all those rows (about 100 ms for 135,000)
+	// but writes only the ones that change.
+	updateOthersHead = `
+UPDATE status.compliance AS t
+SET compliance = 'compliant', updated_at = now()
+WHERE t.hub = $1 AND t.policy_id = ANY($2::text[]) AND t.compliance <> 'compliant'
+  AND NOT EXISTS (SELECT 1 FROM `
+	updateOthersTail = `
+	WHERE s.policy_id = t.policy_id AND s.cluster_name = t.cluster_name)`
+
+	updateListedSQL       = updateListedHead + unnestComplianceRows + updateListedTail
+	updateOthersSQL       = updateOthersHead + unnestListedPairs + updateOthersTail
+	updateListedStagedSQL = updateListedHead + stagedComplianceRows + updateListedTail
+	updateOthersStagedSQL = updateOthersHead + stagedComplianceRows + updateOthersTail
+
+	// createComplianceStageSQL makes the temporary table of the staged
+	// path, dropped at commit. Dropping one left by an earlier handler in
+	// the same transaction first keeps the handler callable twice in one
+	// transaction. Without parameters, pgx sends both statements in one
+	// simple-protocol round trip.
+	createComplianceStageSQL = `
+DROP TABLE IF EXISTS pg_temp.stb_compliance_rows;
+CREATE TEMP TABLE stb_compliance_rows (policy_id text, cluster_name text, compliance text) ON COMMIT DROP`
+)
+
+// handleCompliance writes the last compliance bundle of the group: for
+// each listed policy, its listed clusters become non_compliant or unknown
+// and all its other rows compliant; policies not listed keep their rows.
+// It is two UPDATEs whatever the size, sent as one batch, after copying the
+// listed rows into a temporary table when there are many.
+//
+// A report built on an older placement than the one written (AtLeast lets
+// it through) cannot tell pairs that placement added from compliant ones:
+// they become compliant too, until the hub's next report, built on the
+// newer placement, says otherwise.
+func handleCompliance(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+	b := bundles[len(bundles)-1]
+	p, err := payloadOf[CompliancePayload](b)
+	if err != nil {
+		return err
+	}
+	policyIDs, rows, err := p.rows()
+	if err != nil {
+		return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("compliance of hub %q: %w", b.Hub, err)}
+	}
+	return writeCompliance(ctx, db, b.Hub, policyIDs, rows, rows.len() > stageRowsAbove)
+}
+
+// writeCompliance runs the two statements of the compliance handler,
+// staging the rows in a temporary table first when staged is set.
+func writeCompliance(ctx context.Context, db DB, hub string, policyIDs []string, rows complianceRows, staged bool) error {
+	if len(policyIDs) == 0 {
+		return nil // nothing listed, nothing to change
+	}
+	if staged {
+		if err := stage(ctx, db, createComplianceStageSQL, "stb_compliance_rows",
+			[]string{"policy_id", "cluster_name", "compliance"}, rows.policyIDs, rows.clusters, rows.states); err != nil {
+			return err
+		}
+		return execBatch(ctx, db,
+			statement{"update listed compliance", updateListedStagedSQL, []any{hub}},
+			statement{"set other clusters compliant", updateOthersStagedSQL, []any{hub, policyIDs}})
+	}
+	return execBatch(ctx, db,
+		statement{"update listed compliance", updateListedSQL, []any{hub, rows.policyIDs, rows.clusters, rows.states}},
+		statement{"set other clusters compliant", updateOthersSQL, []any{hub, policyIDs, rows.policyIDs, rows.clusters}})
+}

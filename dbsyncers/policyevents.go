@@ -1,0 +1,159 @@
+package dbsyncers
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// PolicyEvent is one event of a policy on one cluster, as a hub reported
+// it. Time is when it happened; zero when the hub sent none.
+type PolicyEvent struct {
+	PolicyID    string
+	ClusterName string
+	EventName   string
+	Reason      string
+	Message     string
+	Time        time.Time
+}
+
+// PolicyEventsPayload is the decoded data of a policyevents bundle: its
+// events sorted by policy, cluster and event name, one per key (the first
+// listed: an event is written once and never updated).
+type PolicyEventsPayload struct {
+	Events []PolicyEvent
+}
+
+// PolicyEvents returns the syncer of "policyevents" bundles: a stream of
+// events, every one of which is stored once in event.policy_events.
+func PolicyEvents() Syncer {
+	return Syncer{
+		TypeInfo: bundle.TypeInfo{Name: "policyevents", Kind: bundle.Stream},
+		Decode:   decodePolicyEvents,
+		Handle:   handlePolicyEvents,
+	}
+}
+
+// decodePolicyEvents reads {"objects":[{"policyId","clusterName",
+// "eventName","reason","message","time"}...]}. policyId, clusterName and
+// eventName identify the event and are required; time, when given and not
+// empty, is RFC 3339.
+func decodePolicyEvents(data []byte) (any, error) {
+	objects, err := decodeObjects(data, true)
+	if err != nil {
+		return nil, fmt.Errorf("policyevents %w", err)
+	}
+	events := make([]PolicyEvent, len(objects))
+	for i, obj := range objects {
+		var o struct {
+			PolicyID    string `json:"policyId"`
+			ClusterName string `json:"clusterName"`
+			EventName   string `json:"eventName"`
+			Reason      string `json:"reason"`
+			Message     string `json:"message"`
+			Time        string `json:"time"`
+		}
+		if err := json.Unmarshal(obj, &o); err != nil {
+			return nil, fmt.Errorf("policyevents payload: object %d: %w", i, err)
+		}
+		e := PolicyEvent{PolicyID: o.PolicyID, ClusterName: o.ClusterName, EventName: o.EventName, Reason: o.Reason, Message: o.Message}
+		if err := checkEvent(e); err != nil {
+			return nil, fmt.Errorf("policyevents payload: object %d: %w", i, err)
+		}
+		if o.Time != "" {
+			if e.Time, err = time.Parse(time.RFC3339, o.Time); err != nil {
+				return nil, fmt.Errorf("policyevents payload: object %d: time: %w", i, err)
+			}
+		}
+		events[i] = e
+	}
+	return &PolicyEventsPayload{Events: firstPerEvent(events)}, nil
+}
+
+// checkEvent checks what the table needs of an event.
+func checkEvent(e PolicyEvent) error {
+	for _, f := range []struct{ name, s string }{{"policyId", e.PolicyID}, {"clusterName", e.ClusterName}, {"eventName", e.EventName}} {
+		if err := checkName(f.name, f.s); err != nil {
+			return err
+		}
+	}
+	if err := checkText("reason", e.Reason); err != nil {
+		return err
+	}
+	return checkText("message", e.Message)
+}
+
+// compareEvent orders events by the table's key.
+func compareEvent(a, b PolicyEvent) int {
+	return cmp.Or(strings.Compare(a.PolicyID, b.PolicyID),
+		strings.Compare(a.ClusterName, b.ClusterName),
+		strings.Compare(a.EventName, b.EventName))
+}
+
+// firstPerEvent sorts events by key, in place, and keeps the first given
+// of each key, as ON CONFLICT DO NOTHING keeps the stored one.
+func firstPerEvent(events []PolicyEvent) []PolicyEvent {
+	unique := true
+	for i := 1; i < len(events) && unique; i++ {
+		unique = compareEvent(events[i-1], events[i]) < 0
+	}
+	if unique {
+		return events // sorted and unique already: one decoded bundle
+	}
+	// Stable, so the first given of equal keys stays first.
+	slices.SortStableFunc(events, compareEvent)
+	return slices.CompactFunc(events, func(a, b PolicyEvent) bool { return compareEvent(a, b) == 0 })
+}
+
+// insertEventsSQL stores events not stored yet: a replayed bundle, or an
+// event a hub sends again, writes nothing.
+const insertEventsSQL = `
+INSERT INTO event.policy_events AS t (hub, policy_id, cluster_name, event_name, reason, message, created_at)
+SELECT $1, s.policy_id, s.cluster_name, s.event_name, s.reason, s.message, s.created_at
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+	AS s(policy_id, cluster_name, event_name, reason, message, created_at)
+ON CONFLICT (hub, policy_id, cluster_name, event_name) DO NOTHING`
+
+// handlePolicyEvents stores the events of a group of a hub's event
+// bundles, in order, with one INSERT. An event without a time of its own
+// gets the time its bundle was produced, or none if that is unknown too.
+func handlePolicyEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+	var events []PolicyEvent
+	for _, b := range bundles {
+		p, err := payloadOf[PolicyEventsPayload](b)
+		if err != nil {
+			return err
+		}
+		for i, e := range p.Events {
+			if err := checkEvent(e); err != nil {
+				return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("policyevents %s of hub %q: event %d: %w", b.Version, b.Hub, i, err)}
+			}
+			if e.Time.IsZero() {
+				e.Time = b.EventTime
+			}
+			events = append(events, e)
+		}
+	}
+	events = firstPerEvent(events) // events is ours: sorting it leaves the payloads alone
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	policyIDs, clusters, names := make([]string, n), make([]string, n), make([]string, n)
+	reasons, messages, times := make([]string, n), make([]string, n), make([]pgtype.Timestamptz, n)
+	for i, e := range events {
+		policyIDs[i], clusters[i], names[i] = e.PolicyID, e.ClusterName, e.EventName
+		reasons[i], messages[i] = e.Reason, e.Message
+		times[i] = pgtype.Timestamptz{Time: e.Time, Valid: !e.Time.IsZero()}
+	}
+	return execBatch(ctx, db, statement{"insert policy events", insertEventsSQL,
+		[]any{bundles[0].Hub, policyIDs, clusters, names, reasons, messages, times}})
+}
