@@ -27,6 +27,10 @@ type Config struct {
 	// MaxDeltaBytes is the size of a hub's waiting deltas above which they
 	// are merged into one; 0 never merges.
 	MaxDeltaBytes int
+	// DependencyTimeout is how long a bundle may wait for its dependency
+	// before it is handed out as an expired job (to be dead-lettered); 0
+	// waits forever.
+	DependencyTimeout time.Duration
 	// Backoff between retries of a transiently failing type.
 	Backoff Backoff
 	// Now is the clock; time.Now when nil.
@@ -130,6 +134,21 @@ func (m *Manager) Report(job *Job, out Outcome) time.Duration {
 func (m *Manager) Wake(u *Unit) {
 	if u.wake() {
 		m.queue.Push(u)
+	}
+}
+
+// WakeAll queues every unit that the passing of time made ready: retries
+// that fell due and bundles whose dependency wait expired. The dispatcher
+// calls it periodically; it takes each unit's lock briefly, one at a time.
+func (m *Manager) WakeAll() {
+	m.mu.RLock()
+	us := make([]*Unit, 0, len(m.units))
+	for _, u := range m.units {
+		us = append(us, u)
+	}
+	m.mu.RUnlock()
+	for _, u := range us {
+		m.Wake(u)
 	}
 }
 

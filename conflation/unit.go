@@ -37,6 +37,10 @@ type Job struct {
 	Bundles []*bundle.Bundle
 	// Attempt counts earlier transient failures of this type's writes.
 	Attempt int
+	// Expired means the bundles waited for their dependency longer than
+	// the dependency timeout: the worker dead-letters them instead of
+	// writing them, so they cannot pin the committed offset forever.
+	Expired bool
 	slot    int
 }
 
@@ -83,6 +87,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	}
 	s := &u.slots[i]
 	tm := u.m.metrics.types[i]
+	now := u.m.cfg.Now()
 	if s.hasSeen && !b.Version.Newer(s.seen) {
 		rel.add(b, tm.stale)
 		return false
@@ -93,7 +98,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 			rel.add(old, tm.conflated)
 		}
 		s.pending = append(s.pending[:0], b)
-		s.waitingSince = b.ReceivedAt
+		s.waitingSince = now
 	case bundle.Delta:
 		if s.info.Rule == bundle.Exactly {
 			d := &u.slots[s.dep]
@@ -115,7 +120,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 			s.pending = s.pending[:0]
 		}
 		if len(s.pending) == 0 {
-			s.waitingSince = b.ReceivedAt
+			s.waitingSince = now
 		}
 		s.pending = append(s.pending, b)
 		if s.merge != nil && u.m.cfg.MaxDeltaBytes > 0 && s.pendingBytes() > u.m.cfg.MaxDeltaBytes {
@@ -123,7 +128,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 		}
 	case bundle.Stream:
 		if len(s.pending) == 0 {
-			s.waitingSince = b.ReceivedAt
+			s.waitingSince = now
 		}
 		s.pending = append(s.pending, b)
 	}
@@ -213,15 +218,26 @@ func (u *Unit) depSatisfiedLocked(i int) bool {
 	return false
 }
 
+// expiredLocked reports whether slot i's pending work has waited for its
+// dependency longer than the dependency timeout.
+func (u *Unit) expiredLocked(i int, now time.Time) bool {
+	s := &u.slots[i]
+	timeout := u.m.cfg.DependencyTimeout
+	if timeout <= 0 || len(s.pending) == 0 || s.inflight != nil || s.info.Rule == bundle.NoDependency {
+		return false
+	}
+	return now.Sub(s.waitingSince) >= timeout && !u.depSatisfiedLocked(i)
+}
+
 // becomeReadyLocked marks the unit queued if it is idle and has something
-// ready; the caller pushes it when this returns true.
+// ready (or expired); the caller pushes it when this returns true.
 func (u *Unit) becomeReadyLocked() bool {
 	if u.queued || u.busy {
 		return false
 	}
 	now := u.m.cfg.Now()
 	for i := range u.slots {
-		if u.readyLocked(i, now) {
+		if u.readyLocked(i, now) || u.expiredLocked(i, now) {
 			u.queued = true
 			return true
 		}
@@ -242,11 +258,14 @@ func (u *Unit) Next() (*Job, error) {
 	u.queued = false
 	now := u.m.cfg.Now()
 	for i := range u.slots {
+		expired := false
 		if !u.readyLocked(i, now) {
-			continue
+			if expired = u.expiredLocked(i, now); !expired {
+				continue
+			}
 		}
 		s := &u.slots[i]
-		job := &Job{Unit: u, Type: s.info.Name, Kind: s.info.Kind, Attempt: s.attempts, slot: i}
+		job := &Job{Unit: u, Type: s.info.Name, Kind: s.info.Kind, Attempt: s.attempts, Expired: expired, slot: i}
 		job.Bundles = append(job.Bundles, s.pending...)
 		clear(s.pending)
 		s.pending = s.pending[:0]

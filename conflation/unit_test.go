@@ -167,3 +167,30 @@ func TestReadyQueuePopBlocks(t *testing.T) {
 		t.Fatalf("popped %v, want %v", g, u)
 	}
 }
+
+func TestDependencyTimeoutExpiresWaitingBundle(t *testing.T) {
+	f := newFixture(t)
+	f.m.cfg.DependencyTimeout = time.Minute
+	b := f.insert("hub1", "clusterspolicies", v(1, 1), nil) // managedclusters never arrives
+	f.noneReady()
+	f.clock.Advance(59 * time.Second)
+	f.m.WakeAll()
+	f.noneReady()
+	f.clock.Advance(time.Second)
+	f.m.WakeAll()
+	j := f.take()
+	if !j.Expired || j.Last() != b {
+		t.Fatalf("job expired=%v for %v, want the waiting bundle expired", j.Expired, j.Last().Version)
+	}
+	f.m.Report(j, Permanent)
+	if f.done.count(b.Origin.Offset) != 1 {
+		t.Fatal("expired bundle still pins its offset")
+	}
+	// A bundle whose dependency is met is never expired, however old.
+	f.insert("hub1", "managedclusters", v(1, 2), nil)
+	f.clock.Advance(time.Hour)
+	j = f.take()
+	if j.Expired {
+		t.Fatal("a bundle without a dependency expired")
+	}
+}

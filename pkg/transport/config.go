@@ -91,6 +91,11 @@ type Config struct {
 	// reader's defaults. The mandatory properties and those set from the
 	// fields above cannot be overridden.
 	Properties map[string]string
+	// MaxBufferedBytes pauses every assigned partition while the bundles
+	// held downstream (Deps.Buffer) exceed it, and resumes them below 80 %
+	// of it, so memory does not grow with the backlog waiting in Kafka.
+	// 0 never pauses.
+	MaxBufferedBytes int64
 	// PollTimeout bounds one poll; 0 means DefaultPollTimeout.
 	PollTimeout time.Duration
 	// AssignTimeout bounds loading stored positions on assignment; 0 means

@@ -21,6 +21,10 @@ type metrics struct {
 	assignments *prometheus.CounterVec
 	assigned    prometheus.Gauge
 	kafkaErrors *prometheus.CounterVec
+	pauses      prometheus.Counter
+	outOfRange  prometheus.Counter
+	resumes     prometheus.Counter
+	paused      prometheus.Gauge
 }
 
 // newMetrics builds the collectors and registers them with reg; a nil reg
@@ -43,6 +47,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "stb_transport_assigned_partitions",
 			Help: "Partitions currently assigned to this reader.",
 		}),
+		outOfRange: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stb_transport_offset_out_of_range_total",
+			Help: "Partitions restarted at auto.offset.reset because their position was outside the log.",
+		}),
+		pauses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stb_transport_pauses_total",
+			Help: "Times reading was paused because the buffered bytes exceeded --max-buffered-bytes.",
+		}),
+		resumes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stb_transport_resumes_total",
+			Help: "Times reading resumed after the buffered bytes fell below 80 % of --max-buffered-bytes.",
+		}),
+		paused: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stb_transport_paused_partitions",
+			Help: "Partitions paused by backpressure now.",
+		}),
 		kafkaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_kafka_errors_total",
 			Help: "Errors reported by the Kafka client, by librdkafka error code.",
@@ -60,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.assignments, m.assigned, m.kafkaErrors} {
+	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -34,9 +34,17 @@ type Deps struct {
 	Committer *committer.Committer
 	Offsets   Offsets
 	// Rejects receives rejected messages; nil only logs and counts them.
-	Rejects    Rejects
+	Rejects Rejects
+	// Buffer reports the payload bytes held downstream, for backpressure
+	// (Config.MaxBufferedBytes); the conflation manager implements it.
+	Buffer     Buffer
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
+}
+
+// Buffer reports how many payload bytes are held downstream.
+type Buffer interface {
+	HeldBytes() int64
 }
 
 // ErrClosed is returned by Run on a closed reader.
@@ -82,6 +90,7 @@ type Reader struct {
 	topics    map[string]*topicCounters
 	rejectsBy map[string]prometheus.Counter
 	fatal     error // ends Run: an assignment failed or the client is dead
+	paused    bool  // backpressure paused every assigned partition
 
 	// kafkaMu keeps CommitKafka, which the committer calls from its own
 	// goroutine, off the consumer once Close has begun closing it.
@@ -203,8 +212,51 @@ func (r *Reader) Run(ctx context.Context) error {
 		default:
 			r.logger.Debug("kafka event", zap.Stringer("event", ev))
 		}
+		r.backpressure()
 	}
 	return r.fatal
+}
+
+// backpressure pauses every assigned partition while too many bytes are
+// held downstream and resumes them below 80 % of the limit. Pausing in
+// librdkafka also drops what it had prefetched for those partitions, so
+// reading resumes right after the last message handed out.
+func (r *Reader) backpressure() {
+	limit := r.cfg.MaxBufferedBytes
+	if limit <= 0 || r.deps.Buffer == nil {
+		return
+	}
+	held := r.deps.Buffer.HeldBytes()
+	switch {
+	case !r.paused && held > limit:
+		parts, err := r.consumer.Assignment()
+		if err != nil {
+			r.kafkaError(err)
+			return
+		}
+		if err := r.consumer.Pause(parts); err != nil {
+			r.kafkaError(err)
+			return
+		}
+		r.paused = true
+		r.metrics.pauses.Inc()
+		r.metrics.paused.Set(float64(len(parts)))
+		r.logger.Info("buffer full; pausing partitions", zap.Int64("bufferedBytes", held), zap.Int64("limit", limit), zap.Int("partitions", len(parts)))
+	case r.paused && held < limit/10*8:
+		parts, err := r.consumer.Assignment()
+		if err != nil {
+			r.kafkaError(err)
+			return
+		}
+		if err := r.consumer.Resume(parts); err != nil {
+			r.kafkaError(err)
+			return
+		}
+		r.paused = false
+		r.metrics.resumes.Inc()
+		r.metrics.paused.Set(0)
+		r.logger.Info("buffer drained; resuming partitions", zap.Int64("bufferedBytes", held), zap.Int("partitions", len(parts)))
+	}
 }
 
 // fetchClusterID asks the brokers for the cluster id, retrying until they

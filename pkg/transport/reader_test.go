@@ -30,7 +30,6 @@ const waitTimeout = 30 * time.Second
 type harness struct {
 	broker    *broker.Broker
 	topic     string
-	pub       *transport.Publisher
 	reader    *transport.Reader
 	sink      *testSink
 	rejects   *testRejects
@@ -384,6 +383,9 @@ func TestReaderStartPosition(t *testing.T) {
 		{"stored position of another cluster", stored(6, "another-cluster"), 0, "reset"},
 		{"nothing stored", &memOffsets{}, 0, "reset"},
 		{"store unavailable", &memOffsets{err: errors.New("database down")}, 0, "group"},
+		// Past the end of the log (say, a topic recreated under the same
+		// cluster): out of range, so the partition restarts at earliest.
+		{"stored position out of range", stored(500, b.ClusterID()), 0, "reset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &testSink{release: true}
@@ -398,6 +400,11 @@ func TestReaderStartPosition(t *testing.T) {
 			}
 			if got[0].Version.Generation != uint64(tc.wantFirst) {
 				t.Errorf("first bundle is generation %d, want %d", got[0].Version.Generation, tc.wantFirst)
+			}
+			if tc.name == "stored position out of range" {
+				if v := counterValue(t, h.registry, "stb_transport_offset_out_of_range_total", nil); v != 1 {
+					t.Errorf("stb_transport_offset_out_of_range_total = %v, want 1", v)
+				}
 			}
 			if v := counterValue(t, h.registry, "stb_transport_assignments_total", map[string]string{"start": tc.wantStart}); v != 1 {
 				t.Errorf("stb_transport_assignments_total{start=%q} = %v, want 1", tc.wantStart, v)

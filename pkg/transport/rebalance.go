@@ -58,6 +58,12 @@ func (r *Reader) assign(c *kafka.Consumer, parts []kafka.TopicPartition) {
 		r.logger.Error("assigning partitions failed", zap.Error(err))
 		return
 	}
+	if r.paused {
+		// Backpressure is on: new partitions wait like the others.
+		if err := c.Pause(assigned); err != nil {
+			r.logger.Warn("pausing newly assigned partitions failed", zap.Error(err))
+		}
+	}
 	r.metrics.assigned.Set(float64(len(r.parts)))
 }
 
@@ -88,6 +94,8 @@ func (r *Reader) startOffset(ctx context.Context, topic string, partition int32)
 	case pos.Offset < 0:
 		r.logger.Warn("stored position is negative; starting at auto.offset.reset",
 			append(fields, zap.Int64("storedOffset", pos.Offset))...)
+	case r.outOfRange(topic, partition, pos.Offset):
+		// Logged and counted by outOfRange.
 	default:
 		r.metrics.assignments.WithLabelValues(startStored).Inc()
 		r.logger.Info("resuming at stored position", append(fields, zap.Int64("offset", pos.Offset))...)
@@ -101,6 +109,29 @@ func (r *Reader) startOffset(ctx context.Context, topic string, partition int32)
 		return kafka.OffsetEnd, -1
 	}
 	return kafka.OffsetBeginning, -1
+}
+
+// outOfRange reports whether a stored offset lies outside the partition's
+// log (past its end, say after the topic was recreated, or before its
+// start after retention deleted what it pointed at); such a partition
+// restarts at auto.offset.reset. When the watermarks cannot be read the
+// stored offset is trusted, and librdkafka's own auto.offset.reset handles
+// it if it turns out out of range.
+func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
+	low, high, err := r.consumer.QueryWatermarkOffsets(topic, partition, int(r.cfg.AssignTimeout.Milliseconds()))
+	if err != nil {
+		r.logger.Warn("could not read the partition's watermarks; trusting the stored position",
+			zap.String("topic", topic), zap.Int32("partition", partition), zap.Error(err))
+		return false
+	}
+	if offset >= low && offset <= high {
+		return false
+	}
+	r.metrics.outOfRange.Inc()
+	r.logger.Warn("stored position is outside the log; starting at auto.offset.reset",
+		zap.String("topic", topic), zap.Int32("partition", partition), zap.Int64("storedOffset", offset),
+		zap.Int64("low", low), zap.Int64("high", high), zap.String("autoOffsetReset", r.cfg.AutoOffsetReset))
+	return true
 }
 
 // revoke commits each revoked partition a last time, forgets it, and hands

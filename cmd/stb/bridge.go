@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// controlPoolSize is the connections of the pool that the committer, the
+// dead-letter writer, readiness checks and start-up loads share, so that
+// none of them ever waits behind the workers.
+const controlPoolSize = 4
+
+// bridge is the whole pipeline, wired. Only this package builds one.
+type bridge struct {
+	cfg      runConfig
+	logger   *zap.Logger
+	registry *prometheus.Registry
+
+	workPool    *pgxpool.Pool
+	controlPool *pgxpool.Pool
+	manager     *conflation.Manager
+	committer   *committer.Committer
+	reader      *transport.Reader
+	dispatcher  *dispatcher.Dispatcher
+	http        *http.Server
+	httpLn      net.Listener
+
+	closeOnce sync.Once
+}
+
+// newBridge connects to the database, migrates it if asked, restores the
+// processed versions and builds every component; nothing runs yet.
+func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridge, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b := &bridge{cfg: cfg, logger: logger, registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	b.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	if cfg.Migrate {
+		from, to, err := db.Migrate(ctx, cfg.DatabaseURL, logger)
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("database schema ready", zap.Int32("from", from), zap.Int32("to", to))
+	}
+	if b.workPool, err = db.Connect(ctx, cfg.DatabaseURL, int32(cfg.DBPoolSize)); err != nil {
+		return nil, err
+	}
+	if b.controlPool, err = db.Connect(ctx, cfg.DatabaseURL, controlPoolSize); err != nil {
+		return nil, err
+	}
+
+	reg := dbsyncers.Default()
+	b.manager, err = conflation.NewManager(conflation.Config{
+		Types:             reg.Types(),
+		Merge:             reg.Mergers(),
+		MaxDeltaBytes:     int(cfg.MaxDeltaBytes),
+		DependencyTimeout: cfg.DependencyTimeout,
+		Registerer:        b.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	versions, err := db.LoadVersions(ctx, b.controlPool)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versions {
+		b.manager.Restore(v.Hub, v.Type, v.Version)
+	}
+	logger.Info("restored processed versions", zap.Int("rows", len(versions)), zap.Int("hubs", b.manager.Len()))
+
+	dead := deadletter.NewWriter(b.controlPool)
+	store := committer.NewPGStore(b.controlPool)
+	b.committer, err = committer.New(committer.Config{
+		Interval: cfg.CommitInterval,
+		OnCommit: func(ps []committer.Position) {
+			if b.reader != nil {
+				b.reader.CommitKafka(ps)
+			}
+		},
+	}, store, logger.Named("committer"))
+	if err != nil {
+		return nil, err
+	}
+	b.reader, err = transport.NewReader(transport.Config{
+		Brokers:          cfg.KafkaBrokers,
+		GroupID:          cfg.KafkaGroupID,
+		Topics:           cfg.KafkaTopics,
+		TypePrefix:       cfg.TypePrefix,
+		AutoOffsetReset:  cfg.AutoOffsetReset,
+		VerifySource:     cfg.VerifySource,
+		MaxBundleBytes:   int(cfg.MaxBundleBytes),
+		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
+		Properties:       cfg.KafkaProperties,
+	}, transport.Deps{
+		Decoder:    registryDecoder{reg},
+		Sink:       b.manager,
+		Committer:  b.committer,
+		Offsets:    store,
+		Rejects:    rejectWriter{w: dead, logger: logger},
+		Buffer:     b.manager,
+		Logger:     logger.Named("transport"),
+		Registerer: b.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.dispatcher, err = dispatcher.New(dispatcher.Config{Workers: cfg.DBPoolSize, JobTimeout: cfg.JobTimeout},
+		b.workPool, b.manager, reg, dead, logger.Named("dispatcher"), b.registry)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.HTTPAddr != "" {
+		// Listen now, so that a taken port fails the start, not later.
+		if b.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("http: %w", err)
+		}
+		b.http = &http.Server{Handler: b.routes(), ReadHeaderTimeout: 5 * time.Second}
+	}
+	return b, nil
+}
+
+// run runs the bridge until ctx ends, then shuts down in this order:
+//
+//  1. stop reading: the reader's poll loop returns, nothing new is inserted;
+//  2. the dispatcher stops popping units; workers finish their in-flight
+//     jobs (each bounded by --job-timeout);
+//  3. the final offset commit, which now covers the workers' last writes;
+//  4. close the Kafka consumer (leaving the group) and the database pools.
+//
+// Steps 1–3 share --shutdown-timeout.
+func (b *bridge) run(ctx context.Context) error {
+	readCtx, stopReading := context.WithCancel(context.Background())
+	workCtx, stopWorking := context.WithCancel(context.Background())
+	commitCtx, stopCommitting := context.WithCancel(context.Background())
+	defer stopReading()
+	defer stopWorking()
+	defer stopCommitting()
+
+	errc := make(chan error, 4)
+	var readers, workers, others errgroup.Group
+	readers.Go(func() error { return b.reader.Run(readCtx) })
+	workers.Go(func() error { return b.dispatcher.Run(workCtx) })
+	others.Go(func() error { return b.committer.Run(commitCtx) })
+	if b.http != nil {
+		others.Go(func() error {
+			b.logger.Info("http listening", zap.String("addr", b.httpLn.Addr().String()))
+			if err := b.http.Serve(b.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http: %w", err)
+			}
+			return nil
+		})
+	}
+	go func() {
+		if err := readers.Wait(); err != nil {
+			errc <- fmt.Errorf("reader: %w", err)
+		}
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		b.logger.Info("shutting down")
+	case runErr = <-errc:
+		b.logger.Error("component failed, shutting down", zap.Error(runErr))
+	}
+
+	deadline := time.Now().Add(b.cfg.ShutdownTimeout)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stopReading() // 1
+		_ = readers.Wait()
+		stopWorking() // 2
+		_ = workers.Wait()
+		stopCommitting()
+		cctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if err := b.committer.Commit(cctx); err != nil { // 3
+			b.logger.Error("final offset commit failed", zap.Error(err))
+			if runErr == nil {
+				runErr = err
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Until(deadline)):
+		b.logger.Error("shutdown timed out; offsets of unfinished work stay uncommitted and will be replayed",
+			zap.Duration("timeout", b.cfg.ShutdownTimeout))
+	}
+	if b.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = b.http.Shutdown(sctx)
+		cancel()
+	}
+	_ = others.Wait()
+	b.close() // 4
+	return runErr
+}
+
+// close releases the consumer and the pools; safe to call more than once.
+func (b *bridge) close() {
+	b.closeOnce.Do(func() {
+		if b.reader != nil {
+			_ = b.reader.Close()
+		}
+		if b.httpLn != nil { // already closed by Shutdown if the server ran
+			_ = b.httpLn.Close()
+		}
+		if b.workPool != nil {
+			b.workPool.Close()
+		}
+		if b.controlPool != nil {
+			b.controlPool.Close()
+		}
+	})
+}
+
+// registryDecoder adapts the registry to the reader's Decoder.
+type registryDecoder struct{ r *dbsyncers.Registry }
+
+func (d registryDecoder) Decode(typ string, data []byte) (any, error) {
+	s, ok := d.r.Lookup(typ)
+	if !ok {
+		return nil, transport.ErrUnknownType
+	}
+	return s.Decode(data)
+}
+
+// rejectWriter dead-letters messages the reader rejects.
+type rejectWriter struct {
+	w      *deadletter.Writer
+	logger *zap.Logger
+}
+
+func (r rejectWriter) Reject(ctx context.Context, rj transport.Reject) {
+	err := r.w.Write(ctx, deadletter.Letter{
+		Hub: rj.Hub, Type: rj.Type, Version: rj.Version, Origin: rj.Origin,
+		Reason: rj.Reason, Err: rj.Err, Headers: rj.Headers, Data: rj.Data,
+	})
+	if err != nil {
+		r.logger.Error("dead letter not stored", zap.String("reason", rj.Reason),
+			zap.String("topic", rj.Origin.Topic), zap.Int32("partition", rj.Origin.Partition),
+			zap.Int64("offset", rj.Origin.Offset), zap.Error(err))
+	}
+}
+
+// Known lets the reader tell an unknown type before anything else.
+func (d registryDecoder) Known(typ string) bool {
+	_, ok := d.r.Lookup(typ)
+	return ok
+}

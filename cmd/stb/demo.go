@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/broker"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/sim"
+	"github.com/stbridge/stb/pkg/verify"
+)
+
+// demoTypesPerRound is how many bundles a simulated hub sends per round;
+// it turns --rate and --duration into a number of rounds.
+const demoTypesPerRound = 2
+
+func demoCmd(ctx context.Context, args []string) error {
+	var s simFlags
+	fs := newFlagSet("demo", "Run the whole pipeline on this machine: an embedded Kafka broker, a fresh database on the local\nPostgreSQL, simulated hubs publishing, the bridge, a progress line every second, and a final\nverification. Exit status 0 only when the database holds exactly the hubs' latest state.")
+	s.bind(fs)
+	duration := fs.Duration("duration", 20*time.Second, "how long the hubs publish (with --rate; sets the number of rounds when --generations is 0)")
+	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for the database to match after publishing")
+	baseURL := fs.String("database-url", defaultDatabaseURL, "PostgreSQL server; the demo creates (and replaces) the database stb_demo on it")
+	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the bridge's status page and /metrics during the demo; empty disables")
+	partitions := fs.Int("partitions", 8, "partitions of the demo topic")
+	if err := fs.Set("rate", "5000"); err != nil {
+		return err
+	}
+	fs.Lookup("rate").DefValue = "5000"
+	if err := fs.Set("generations", "0"); err != nil {
+		return err
+	}
+	fs.Lookup("generations").DefValue = "0"
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if s.cfg.Generations == 0 {
+		if s.cfg.Rate <= 0 {
+			return errors.New("--generations 0 needs a --rate to derive the rounds from")
+		}
+		s.cfg.Generations = max(1, int(s.cfg.Rate*duration.Seconds())/(s.cfg.Hubs*demoTypesPerRound))
+	}
+	logger, err := newLogger("warn", "console")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+	say := func(format string, a ...any) { fmt.Printf("demo: "+format+"\n", a...) }
+
+	// 1. A fresh database.
+	demoURL, err := freshDatabase(ctx, *baseURL, "stb_demo")
+	if err != nil {
+		return fmt.Errorf("database: %w (is PostgreSQL running? `make demo` starts it)", err)
+	}
+	say("database %s", db.RedactURL(demoURL))
+
+	// 2. The embedded broker, its log in a temporary directory.
+	dir, err := os.MkdirTemp("", "stb-demo-kafka-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	brk, err := broker.Start(broker.Config{DataDir: dir, Topics: []string{s.cfg.Topic}, Partitions: int32(*partitions)}, logger)
+	if err != nil {
+		return err
+	}
+	defer brk.Close()
+	say("kafka broker %s (kfake, %d partitions, data in %s)", brk.Addr(), *partitions, dir)
+
+	// 3. The bridge.
+	var cfg runConfig
+	cfg.bind(newFlagSet("run", ""))
+	cfg.KafkaBrokers, cfg.KafkaTopics, cfg.DatabaseURL = brk.Addr(), listFlag{s.cfg.Topic}, demoURL
+	cfg.HTTPAddr, cfg.CommitInterval, cfg.KafkaGroupID = *httpAddr, time.Second, "stb-demo"
+	b, err := newBridge(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	bctx, stopBridge := context.WithCancel(context.Background())
+	bridgeDone := make(chan error, 1)
+	go func() { bridgeDone <- b.run(bctx) }()
+	defer func() {
+		stopBridge()
+		<-bridgeDone
+	}()
+	if *httpAddr != "" {
+		say("status page http://%s/  (metrics at /metrics, units at /debug/units)", *httpAddr)
+	}
+
+	// 4. The hubs publish while the bridge reads.
+	say("%d hubs × %d clusters, %d rounds at %.0f msg/s", s.cfg.Hubs, s.cfg.Clusters, s.cfg.Generations, s.cfg.Rate)
+	s.brokers = brk.Addr()
+	var sent atomic.Int64
+	type simResult struct {
+		exp *sim.Expected
+		err error
+	}
+	simDone := make(chan simResult, 1)
+	go func() {
+		exp, err := sim.Run(ctx, s.cfg, &lazyPublisher{s: s, logger: logger}, func(n int) { sent.Store(int64(n)) })
+		simDone <- simResult{exp, err}
+	}()
+
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var (
+		exp        *sim.Expected
+		rep        *verify.Report
+		lastWrit   float64
+		published  int64
+		deadline   time.Time
+		simRunning = true
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return errors.New("interrupted")
+		case r := <-simDone:
+			if r.err != nil {
+				return fmt.Errorf("simulate: %w", r.err)
+			}
+			exp, simRunning = r.exp, false
+			published = int64(exp.Messages)
+			deadline = time.Now().Add(*timeout)
+			say("all %d messages published after %.1fs; waiting for the database to catch up", exp.Messages, time.Since(start).Seconds())
+			continue
+		case <-tick.C:
+		}
+		m := gather(b.registry)
+		written := m.sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
+		committed := int64(0)
+		for _, p := range b.committer.Partitions() {
+			committed += max(0, p.Committed())
+		}
+		if simRunning {
+			published = sent.Load()
+		}
+		fmt.Printf("[%4.0fs] sent %8d | read %8d | conflated %8.0f | written %7.0f (%5.0f/s) | committed lag %7d | buffered %s | dead letters %.0f\n",
+			time.Since(start).Seconds(), published, b.reader.Stats().Read,
+			m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
+			written, written-lastWrit, max(0, published-committed), formatBytes(b.manager.HeldBytes()),
+			m.sum("stb_transport_rejected_total", nil)+m.sum("stb_dispatcher_dead_letters_total", nil))
+		lastWrit = written
+		if simRunning {
+			continue
+		}
+		rep, err = verify.Verify(ctx, b.controlPool, exp)
+		if err != nil {
+			return err
+		}
+		if rep.OK() && committed >= published {
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+
+	m := gather(b.registry)
+	read := float64(b.reader.Stats().Read)
+	written := m.sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
+	say("summary: %d messages read, %.0f bundles written (conflation ratio %.1f:1), %.0f conflated, %.0f stale",
+		int64(read), written, read/math.Max(written, 1),
+		m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
+		m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "stale"}))
+	say("freshness (event time → commit): p50 %s, p99 %s; dead letters %.0f; took %.1fs",
+		seconds(m.quantile("stb_bundle_freshness_seconds", 0.5)), seconds(m.quantile("stb_bundle_freshness_seconds", 0.99)),
+		m.sum("stb_transport_rejected_total", nil)+m.sum("stb_dispatcher_dead_letters_total", nil), time.Since(start).Seconds())
+	if rep == nil || !rep.OK() {
+		summary := "no verification ran"
+		if rep != nil {
+			summary = strings.ReplaceAll(rep.Summary(), "\n", "; ")
+		}
+		fmt.Printf("verified: FAILED — the database does not hold the hubs' latest state: %s\n", summary)
+		return exitError{code: 1}
+	}
+	fmt.Printf("verified: ok — %d hubs, %d bundle versions and %d managed clusters match the hubs' latest state\n",
+		rep.Hubs, rep.Versions, rep.Clusters)
+	return nil
+}
+
+func seconds(s float64) string {
+	if math.IsNaN(s) {
+		return "n/a"
+	}
+	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+}
+
+// lazyPublisher opens the Kafka producer on first use and closes it after
+// the final flush.
+type lazyPublisher struct {
+	s      simFlags
+	logger *zap.Logger
+	p      *kafkaPublisher
+	err    error
+}
+
+func (l *lazyPublisher) Publish(ctx context.Context, m sim.Message) error {
+	if l.p == nil && l.err == nil {
+		pub, err := newKafkaPublisher(l.s, l.logger)
+		l.p, l.err = pub, err
+	}
+	if l.err != nil {
+		return l.err
+	}
+	return l.p.Publish(ctx, m)
+}
+
+func (l *lazyPublisher) Flush(ctx context.Context) error {
+	if l.p == nil {
+		return l.err
+	}
+	defer l.p.Close()
+	return l.p.Flush(ctx)
+}
+
+// freshDatabase drops and creates database name on the server of baseURL
+// and returns its URL.
+func freshDatabase(ctx context.Context, baseURL, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, baseURL)
+	if err != nil {
+		return "", db.RedactError(err, baseURL)
+	}
+	defer conn.Close(ctx)
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return "", db.RedactError(err, baseURL)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// envName is the environment variable that sets a flag: STB_ and the flag's
+// name in upper case with dashes as underscores (--db-pool-size is
+// STB_DB_POOL_SIZE).
+func envName(flagName string) string {
+	return "STB_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet returns a flag set whose usage lists each flag with its
+// environment variable and default.
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: stb %s [flags]\n\n%s\n\nFlags (each also settable by its environment variable):\n", name, synopsis)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := f.DefValue
+			if def == "" {
+				def = `""`
+			}
+			fmt.Fprintf(w, "  --%s (%s, default %s)\n      %s\n", f.Name, envName(f.Name), def, f.Usage)
+		})
+	}
+	return fs
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its environment variable. Command line beats environment beats
+// default.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", envName(f.Name), err))
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("bad environment: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// listFlag is a repeatable (and comma-separated) string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// propertyFlag collects key=value pairs (repeatable; comma-separated in the
+// environment variable).
+type propertyFlag map[string]string
+
+func (p propertyFlag) String() string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := p[k]
+		if isSecretProperty(k) {
+			v = "***"
+		}
+		parts[i] = k + "=" + v
+	}
+	return strings.Join(parts, ",")
+}
+
+func (p propertyFlag) Set(s string) error {
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want key=value, got %q", kv)
+		}
+		p[k] = v
+	}
+	return nil
+}
+
+// isSecretProperty reports whether a librdkafka property holds a secret
+// that must never be logged.
+func isSecretProperty(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.HasSuffix(k, ".key.pem")
+}
+
+// byteSize is an int flag that accepts KiB/MiB/GiB suffixes.
+type byteSize int64
+
+func (b *byteSize) String() string { return formatBytes(int64(*b)) }
+
+func (b *byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 {
+		return fmt.Errorf("want a size like 4MiB, got %q", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}

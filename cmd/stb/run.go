@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/db"
+)
+
+func runCmd(ctx context.Context, args []string) error {
+	var cfg runConfig
+	fs := newFlagSet("run", "Run the bridge: read status bundles from Kafka, conflate them per hub, write them to PostgreSQL.\nSIGTERM or SIGINT shuts it down gracefully; a second one exits at once.")
+	cfg.bind(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+	logger.Info("starting",
+		zap.String("kafka_brokers", cfg.KafkaBrokers), zap.Strings("topics", cfg.KafkaTopics),
+		zap.String("group", cfg.KafkaGroupID), zap.Stringer("kafka_properties", cfg.KafkaProperties),
+		zap.String("database", db.RedactURL(cfg.DatabaseURL)), zap.Int("db_pool_size", cfg.DBPoolSize))
+	b, err := newBridge(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	return b.run(ctx)
+}
+
+func migrateCmd(ctx context.Context, args []string) error {
+	fs := newFlagSet("migrate", "Apply the database migrations in sql/ and exit.")
+	url := fs.String("database-url", defaultDatabaseURL, "PostgreSQL URL")
+	level := fs.String("log-level", "info", "log level")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(*level, "console")
+	if err != nil {
+		return err
+	}
+	from, to, err := db.Migrate(ctx, *url, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("migrated", zap.Int32("from", from), zap.Int32("to", to))
+	return nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/sim"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// kafkaPublisher sends simulator messages through the Kafka publisher.
+type kafkaPublisher struct{ *transport.Publisher }
+
+func (p kafkaPublisher) Publish(ctx context.Context, m sim.Message) error {
+	return p.Publisher.Publish(ctx, transport.Envelope(m))
+}
+
+func newKafkaPublisher(s simFlags, logger *zap.Logger) (*kafkaPublisher, error) {
+	pub, err := transport.NewPublisher(transport.PublisherConfig{Brokers: s.brokers, TypePrefix: s.prefix}, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaPublisher{pub}, nil
+}
+
+type simFlags struct {
+	cfg      sim.Config
+	brokers  string
+	prefix   string
+	expected string
+}
+
+func (s *simFlags) bind(fs interface {
+	IntVar(*int, string, int, string)
+	Int64Var(*int64, string, int64, string)
+	Float64Var(*float64, string, float64, string)
+	StringVar(*string, string, string, string)
+	Uint64Var(*uint64, string, uint64, string)
+}) {
+	fs.IntVar(&s.cfg.Hubs, "hubs", 50, "number of simulated hubs")
+	fs.IntVar(&s.cfg.Clusters, "clusters", 20, "managed clusters per hub")
+	fs.IntVar(&s.cfg.Generations, "generations", 20, "rounds; in each every hub sends one bundle of each type")
+	fs.Int64Var(&s.cfg.Seed, "seed", 1, "random seed; the same seed sends the same bundles")
+	fs.Float64Var(&s.cfg.Rate, "rate", 0, "messages per second over all hubs; 0 is as fast as Kafka takes them")
+	fs.Float64Var(&s.cfg.RestartProbability, "restart-probability", 0, "chance per hub and round of an agent restart (0 = default 0.05, negative = never)")
+	fs.Uint64Var(&s.cfg.FirstIncarnation, "first-incarnation", 0, "incarnation agents start with (raise it to simulate again into a database holding an earlier run)")
+	fs.StringVar(&s.cfg.Topic, "topic", sim.DefaultTopic, "topic to publish to")
+	fs.StringVar(&s.prefix, "type-prefix", transport.DefaultTypePrefix, "CloudEvents type prefix")
+}
+
+func simulateCmd(ctx context.Context, args []string) error {
+	var s simFlags
+	fs := newFlagSet("simulate", "Publish the bundles of simulated hubs to Kafka and write the state the database must finally hold.")
+	s.bind(fs)
+	fs.StringVar(&s.brokers, "kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap servers")
+	fs.StringVar(&s.expected, "expected", "expected.json", "file to write the expected final state to")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger("warn", "console")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	exp, err := publishSimulation(ctx, s, logger, func(sent int) {
+		fmt.Fprintf(os.Stderr, "\rsimulate: %d messages sent", sent)
+	})
+	fmt.Fprintln(os.Stderr)
+	if err != nil {
+		return err
+	}
+	if err := exp.WriteFile(s.expected); err != nil {
+		return err
+	}
+	fmt.Printf("simulate: %d hubs, %d messages (%v), %d agent restarts in %.1fs; expected state in %s\n",
+		len(exp.Hubs), exp.Messages, exp.MessagesByType, exp.Restarts, time.Since(start).Seconds(), s.expected)
+	return nil
+}
+
+// publishSimulation runs the simulator against Kafka and waits until every
+// message is delivered.
+func publishSimulation(ctx context.Context, s simFlags, logger *zap.Logger, progress func(int)) (*sim.Expected, error) {
+	pub, err := newKafkaPublisher(s, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer pub.Close()
+	last := time.Now()
+	return sim.Run(ctx, s.cfg, pub, func(sent int) {
+		if progress != nil && time.Since(last) >= time.Second {
+			last = time.Now()
+			progress(sent)
+		}
+	})
+}

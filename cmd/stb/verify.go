@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/sim"
+	"github.com/stbridge/stb/pkg/verify"
+)
+
+func verifyCmd(ctx context.Context, args []string) error {
+	fs := newFlagSet("verify", "Compare the database with the expected state written by simulate.\nExit status 0 only when they match; otherwise a summary of what differs.")
+	url := fs.String("database-url", defaultDatabaseURL, "PostgreSQL URL")
+	expected := fs.String("expected", "expected.json", "expected state written by stb simulate")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	exp, err := sim.ReadExpected(*expected)
+	if err != nil {
+		return err
+	}
+	pool, err := db.Connect(ctx, *url, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rep, err := verify.Verify(ctx, pool, exp)
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		fmt.Println("verify: MISMATCH")
+		fmt.Println(rep.Summary())
+		return exitError{code: 1}
+	}
+	fmt.Printf("verify: ok: %d hubs, %d versions, %d managed clusters match\n", rep.Hubs, rep.Versions, rep.Clusters)
+	return nil
+}

@@ -1,0 +1,235 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// Applier writes one job's bundles inside the worker's transaction and
+// reports whether anything was written (false: the database already held a
+// version at least as new). dbsyncers.Registry implements it.
+type Applier interface {
+	Apply(ctx context.Context, db dbsyncers.DB, bundles []*bundle.Bundle) (applied bool, err error)
+}
+
+// DeadLetters records bundles that can never be written.
+type DeadLetters interface {
+	Job(ctx context.Context, job *conflation.Job, reason string, cause error) error
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Workers is the number of concurrent writers; it must not exceed the
+	// pool's MaxConns, and should equal it.
+	Workers int
+	// JobTimeout bounds one job's transaction.
+	JobTimeout time.Duration
+	// WakeInterval is how often units are checked for retries that fell
+	// due and dependency waits that expired.
+	WakeInterval time.Duration
+}
+
+// DefaultJobTimeout bounds a job that the database does not answer.
+const DefaultJobTimeout = 60 * time.Second
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.Workers < 1 {
+		return fmt.Errorf("dispatcher: need at least one worker, got %d", c.Workers)
+	}
+	if c.JobTimeout <= 0 {
+		c.JobTimeout = DefaultJobTimeout
+	}
+	if c.WakeInterval <= 0 {
+		c.WakeInterval = time.Second
+	}
+	return nil
+}
+
+// Dispatcher owns the workers.
+type Dispatcher struct {
+	cfg     Config
+	pool    *pgxpool.Pool
+	mgr     *conflation.Manager
+	applier Applier
+	dead    DeadLetters
+	logger  *zap.Logger
+	metrics *metrics
+
+	busy    atomic.Int64
+	lastErr atomic.Pointer[failure]
+
+	timersMu sync.Mutex
+	timers   map[*time.Timer]struct{}
+}
+
+type failure struct {
+	err error
+	at  time.Time
+}
+
+// New returns a dispatcher writing through pool.
+func New(cfg Config, pool *pgxpool.Pool, mgr *conflation.Manager, applier Applier, dead DeadLetters, logger *zap.Logger, reg prometheus.Registerer) (*Dispatcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if max := int(pool.Config().MaxConns); cfg.Workers > max {
+		return nil, fmt.Errorf("dispatcher: %d workers but the pool has %d connections", cfg.Workers, max)
+	}
+	d := &Dispatcher{cfg: cfg, pool: pool, mgr: mgr, applier: applier, dead: dead, logger: logger, timers: map[*time.Timer]struct{}{}}
+	d.metrics = newMetrics(reg, d)
+	return d, nil
+}
+
+// Run starts the workers and returns once ctx ended and every worker has
+// finished its in-flight job. Jobs already taken are completed with their
+// own timeout, not cut short by ctx: stopping means no new pops.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d.cfg.WakeInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				d.mgr.WakeAll()
+			}
+		}
+	}()
+	for i := 0; i < d.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.work(ctx)
+		}()
+	}
+	wg.Wait()
+	d.stopTimers()
+	return nil
+}
+
+func (d *Dispatcher) work(ctx context.Context) {
+	q := d.mgr.Queue()
+	for {
+		u, err := q.Pop(ctx)
+		if err != nil {
+			return
+		}
+		job, err := u.Next()
+		if errors.Is(err, conflation.ErrNoReadyBundle) {
+			continue
+		}
+		d.busy.Add(1)
+		out := d.process(context.WithoutCancel(ctx), job)
+		d.busy.Add(-1)
+		if retryIn := d.mgr.Report(job, out); retryIn > 0 {
+			d.wakeAfter(u, retryIn)
+		}
+	}
+}
+
+// process writes a job and returns its outcome. Permanent failures are
+// dead-lettered here; if even that fails, the job counts as transient so
+// nothing is lost.
+func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflation.Outcome {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.JobTimeout)
+	defer cancel()
+	if job.Expired {
+		return d.deadLetter(ctx, job, ReasonDependencyTimeout, fmt.Errorf("waited longer than the dependency timeout for %s", job.Type))
+	}
+	start := time.Now()
+	var applied bool
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var err error
+		applied, err = d.applier.Apply(ctx, tx, job.Bundles)
+		return err
+	})
+	out := Classify(err)
+	d.metrics.observe(job, out, applied, time.Since(start))
+	switch out {
+	case conflation.Applied:
+		d.lastErr.Store(nil)
+		return out
+	case conflation.Transient:
+		d.lastErr.Store(&failure{err: err, at: time.Now()})
+		d.logger.Warn("write failed, will retry",
+			zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
+			zap.Stringer("version", job.Last().Version), zap.Int("attempt", job.Attempt+1), zap.Error(err))
+		return out
+	}
+	return d.deadLetter(ctx, job, Reason(err), err)
+}
+
+// ReasonDependencyTimeout is the dead-letter reason of bundles whose
+// dependency never arrived.
+const ReasonDependencyTimeout = "dependency_timeout"
+
+// deadLetter records a job's bundles as dead letters and returns the
+// outcome to report: Permanent, or Transient when even that failed.
+func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason string, err error) conflation.Outcome {
+	d.logger.Error("bundle can never be written, dead-lettering it",
+		zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
+		zap.Stringer("version", job.Last().Version), zap.String("reason", reason), zap.Error(err))
+	if d.dead != nil {
+		if derr := d.dead.Job(ctx, job, reason, err); derr != nil {
+			d.logger.Warn("dead letter not written, will retry the bundle",
+				zap.String("hub", job.Unit.Hub), zap.String("type", job.Type), zap.Error(derr))
+			return conflation.Transient
+		}
+	}
+	d.metrics.deadLettered(job.Type, reason)
+	return conflation.Permanent
+}
+
+// wakeAfter makes the unit ready again once its retry falls due. The timer
+// only pushes onto the ready queue; it does no I/O.
+func (d *Dispatcher) wakeAfter(u *conflation.Unit, after time.Duration) {
+	d.timersMu.Lock()
+	defer d.timersMu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(after, func() {
+		d.timersMu.Lock()
+		delete(d.timers, t)
+		d.timersMu.Unlock()
+		d.mgr.Wake(u)
+	})
+	d.timers[t] = struct{}{}
+}
+
+func (d *Dispatcher) stopTimers() {
+	d.timersMu.Lock()
+	defer d.timersMu.Unlock()
+	for t := range d.timers {
+		t.Stop()
+		delete(d.timers, t)
+	}
+}
+
+// Busy returns the number of workers writing now.
+func (d *Dispatcher) Busy() int { return int(d.busy.Load()) }
+
+// Err returns the last write error if the most recent job failed
+// transiently, else nil. Readiness uses it.
+func (d *Dispatcher) Err() error {
+	if f := d.lastErr.Load(); f != nil {
+		return f.err
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package dispatcher
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stbridge/stb/conflation"
+)
+
+type metrics struct {
+	duration  *prometheus.HistogramVec
+	jobs      *prometheus.CounterVec
+	freshness *prometheus.HistogramVec
+	heldFor   *prometheus.HistogramVec
+	dead      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
+	m := &metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "job_duration_seconds",
+			Help:    "Duration of one job's database transaction, by bundle type and result (applied, fenced, transient, permanent).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+		}, []string{"type", "result"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "bundles_total",
+			Help: "Bundles finished by workers, by type and result: applied (written), fenced (the database already held a newer version), transient (will be retried), permanent (dead-lettered).",
+		}, []string{"type", "result"}),
+		freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "stb", Subsystem: "bundle", Name: "freshness_seconds",
+			Help:    "Time from a bundle's event time (when the hub produced it) to its commit in the database, by type.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+		}, []string{"type"}),
+		heldFor: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "stb", Subsystem: "conflation", Name: "held_seconds",
+			Help:    "Time from reading a bundle to its commit in the database, by type.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}, []string{"type"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",
+			Help: "Bundles dead-lettered after a permanent write failure, by type and reason.",
+		}, []string{"type", "reason"}),
+	}
+	busy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stb", Subsystem: "dispatcher", Name: "busy_workers",
+		Help: "Workers running a job now.",
+	}, func() float64 { return float64(d.Busy()) })
+	workers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stb", Subsystem: "dispatcher", Name: "workers",
+		Help: "Workers in the pool (equal to the database pool size).",
+	}, func() float64 { return float64(d.cfg.Workers) })
+	if reg != nil {
+		reg.MustRegister(m.duration, m.jobs, m.freshness, m.heldFor, m.dead, busy, workers)
+	}
+	return m
+}
+
+func (m *metrics) observe(job *conflation.Job, out conflation.Outcome, applied bool, took time.Duration) {
+	result := "applied"
+	switch {
+	case out == conflation.Transient:
+		result = "transient"
+	case out == conflation.Permanent:
+		result = "permanent"
+	case !applied:
+		result = "fenced"
+	}
+	m.duration.WithLabelValues(job.Type, result).Observe(took.Seconds())
+	m.jobs.WithLabelValues(job.Type, result).Add(float64(len(job.Bundles)))
+	if out != conflation.Applied {
+		return
+	}
+	now := time.Now()
+	fresh := m.freshness.WithLabelValues(job.Type)
+	held := m.heldFor.WithLabelValues(job.Type)
+	for _, b := range job.Bundles {
+		if !b.EventTime.IsZero() {
+			fresh.Observe(now.Sub(b.EventTime).Seconds())
+		}
+		if !b.ReceivedAt.IsZero() {
+			held.Observe(now.Sub(b.ReceivedAt).Seconds())
+		}
+	}
+}
+
+func (m *metrics) deadLettered(typ, reason string) {
+	m.dead.WithLabelValues(typ, reason).Inc()
+}
