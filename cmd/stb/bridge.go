@@ -104,6 +104,13 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 				b.reader.CommitKafka(ps)
 			}
 		},
+		HighWatermark: func(topic string, partition int32) (int64, bool) {
+			if b.reader == nil {
+				return 0, false
+			}
+			return b.reader.HighWatermark(topic, partition)
+		},
+		Registerer: b.registry,
 	}, store, logger.Named("committer"))
 	if err != nil {
 		return nil, err

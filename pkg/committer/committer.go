@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -33,6 +34,11 @@ type Config struct {
 	// example to commit them to the Kafka consumer group as well so that
 	// standard lag tools work. Postgres stays the source of truth.
 	OnCommit func([]Position)
+	// HighWatermark, when set, returns a partition's high watermark, for
+	// the lag metric.
+	HighWatermark func(topic string, partition int32) (int64, bool)
+	// Registerer receives the committer's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // DefaultInterval is the default commit interval.
@@ -64,6 +70,8 @@ type Committer struct {
 	clusterID string
 	lastErr   error
 	lastOK    time.Time
+
+	metrics *collector
 }
 
 type key struct {
@@ -76,7 +84,14 @@ func New(cfg Config, store Store, logger *zap.Logger) (*Committer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Committer{cfg: cfg, store: store, logger: logger, parts: map[key]*Partition{}}, nil
+	c := &Committer{cfg: cfg, store: store, logger: logger, parts: map[key]*Partition{}}
+	c.metrics = newCollector(c)
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(c.metrics); err != nil {
+			return nil, fmt.Errorf("register committer metrics: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // SetClusterID records the Kafka cluster id stored beside each position.
@@ -172,10 +187,14 @@ func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
 	}
 	c.mu.Unlock()
 	if err != nil {
+		c.metrics.commits.WithLabelValues("error").Inc()
 		return fmt.Errorf("commit %d positions: %w", len(ps), err)
 	}
 	for i, p := range moved {
 		p.markCommitted(ps[i].Offset)
+	}
+	if len(ps) > 0 {
+		c.metrics.commits.WithLabelValues("ok").Inc()
 	}
 	if len(ps) > 0 && c.cfg.OnCommit != nil {
 		c.cfg.OnCommit(ps)

@@ -92,6 +92,9 @@ type Reader struct {
 	fatal     error // ends Run: an assignment failed or the client is dead
 	paused    bool  // backpressure paused every assigned partition
 
+	wm    watermarks
+	stats *statsMetrics
+
 	// kafkaMu keeps CommitKafka, which the committer calls from its own
 	// goroutine, off the consumer once Close has begun closing it.
 	// Lock order: runMu, then kafkaMu (CommitKafka may run inside the
@@ -133,6 +136,14 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	sm := newStatsMetrics()
+	if deps.Registerer != nil {
+		for _, c := range sm.collectors() {
+			if err := deps.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("register kafka statistics metrics: %w", err)
+			}
+		}
+	}
 	consumer, err := kafka.NewConsumer(cfg.consumerConfig())
 	if err != nil {
 		return nil, fmt.Errorf("create kafka consumer: %w", err)
@@ -148,6 +159,7 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		deps:      deps,
 		logger:    logger,
 		metrics:   m,
+		stats:     sm,
 		consumer:  consumer,
 		logsDone:  make(chan struct{}),
 		parts:     map[partitionKey]*committer.Partition{},
@@ -207,6 +219,8 @@ func (r *Reader) Run(ctx context.Context) error {
 			r.handle(ctx, ev)
 		case kafka.Error:
 			r.kafkaError(ev)
+		case *kafka.Stats:
+			r.onStats(ev.String())
 		case kafka.PartitionEOF:
 			r.logger.Debug("end of partition", zap.Stringer("partition", kafka.TopicPartition(ev)))
 		default:

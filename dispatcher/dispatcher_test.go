@@ -1,0 +1,126 @@
+package dispatcher
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
+)
+
+// flaky is a bundle type whose handler writes a row, failing with a
+// serialization error the first `failures` times.
+func flaky(failures int32) (dbsyncers.Syncer, *atomic.Int32) {
+	calls := &atomic.Int32{}
+	return dbsyncers.Syncer{
+		TypeInfo: bundle.TypeInfo{Name: "flaky", Kind: bundle.Complete},
+		Decode:   func([]byte) (any, error) { return nil, nil },
+		Handle: func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
+			if calls.Add(1) <= failures {
+				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+			}
+			_, err := db.Exec(ctx, `INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())
+				ON CONFLICT (hub) DO UPDATE SET last_timestamp = now()`, bs[0].Hub)
+			return err
+		},
+	}, calls
+}
+
+func poison() dbsyncers.Syncer {
+	return dbsyncers.Syncer{
+		TypeInfo: bundle.TypeInfo{Name: "poison", Kind: bundle.Complete},
+		Decode:   func([]byte) (any, error) { return nil, nil },
+		Handle: func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
+			_, err := db.Exec(ctx, `SELECT 1/0`)
+			return err
+		},
+	}
+}
+
+type doneCount struct{ n atomic.Int32 }
+
+func (d *doneCount) Done(bundle.Origin) { d.n.Add(1) }
+
+func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	fl, calls := flaky(2)
+	reg, err := dbsyncers.NewRegistry(fl, poison())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types(), Backoff: conflation.Backoff{Min: 10 * time.Millisecond, Max: 40 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := prometheus.NewRegistry()
+	d, err := New(Config{Workers: 2, WakeInterval: 20 * time.Millisecond}, pool, mgr, reg, deadletter.NewWriter(pool), zap.NewNop(), prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+
+	var released doneCount
+	for i, typ := range []string{"flaky", "poison"} {
+		b := &bundle.Bundle{Hub: "hub-" + typ, Type: typ, Version: bundle.Version{Incarnation: 1, Generation: 1},
+			Origin: bundle.Origin{Topic: "status", Offset: int64(i)}}
+		b.Track(&released)
+		mgr.Insert(b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for released.n.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 2 bundles finished", released.n.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	if got := calls.Load(); got != 3 {
+		t.Errorf("flaky handler ran %d times, want 3 (two serialization failures, then success)", got)
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats WHERE hub = 'hub-flaky'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("flaky bundle rows = %d (%v), want 1", n, err)
+	}
+	var reason, hub string
+	if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM status.dead_letters`).Scan(&reason, &hub); err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if reason != "data_exception" || hub != "hub-poison" {
+		t.Errorf("dead letter %s for %s, want data_exception for hub-poison", reason, hub)
+	}
+	if v := testutil.ToFloat64(d.metrics.jobs.WithLabelValues("flaky", "transient")); v != 2 {
+		t.Errorf("transient count %v, want 2", v)
+	}
+	if d.Err() != nil {
+		t.Errorf("Err after recovery = %v, want nil", d.Err())
+	}
+	problems, err := testutil.GatherAndLint(prom)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", err, problems)
+	}
+}
+
+func TestNewRejectsMoreWorkersThanConnections(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	mgr, _ := conflation.NewManager(conflation.Config{Types: dbsyncers.Default().Types()})
+	_, err := New(Config{Workers: int(pool.Config().MaxConns) + 1}, pool, mgr, dbsyncers.Default(), nil, zap.NewNop(), nil)
+	if err == nil {
+		t.Fatal("more workers than connections accepted")
+	}
+}
