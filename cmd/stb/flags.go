@@ -3,8 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -138,8 +140,8 @@ func (b *byteSize) Set(s string) error {
 			break
 		}
 	}
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
 		return fmt.Errorf("want a size like 4MiB, got %q", s)
 	}
 	*b = byteSize(n * mult)

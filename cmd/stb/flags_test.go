@@ -1,0 +1,69 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("STB_DB_POOL_SIZE", "7")
+	t.Setenv("STB_COMMIT_INTERVAL", "2s")
+	t.Setenv("STB_KAFKA_BROKERS", "from-env:9092")
+	t.Setenv("STB_MAX_BUNDLE_BYTES", "8MiB")
+	t.Setenv("STB_KAFKA_PROPERTY", "security.protocol=SASL_SSL,sasl.password=hunter2")
+	var cfg runConfig
+	fs := newFlagSet("run", "")
+	cfg.bind(fs)
+	if err := parseFlags(fs, []string{"--kafka-brokers", "from-flag:9092"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.KafkaBrokers != "from-flag:9092" {
+		t.Errorf("brokers %q: the command line must win over the environment", cfg.KafkaBrokers)
+	}
+	if cfg.DBPoolSize != 7 || cfg.CommitInterval != 2*time.Second || cfg.MaxBundleBytes != 8<<20 {
+		t.Errorf("from environment: pool %d, interval %v, max bundle %d", cfg.DBPoolSize, cfg.CommitInterval, cfg.MaxBundleBytes)
+	}
+	if cfg.KafkaProperties["sasl.password"] != "hunter2" || cfg.KafkaProperties["security.protocol"] != "SASL_SSL" {
+		t.Errorf("properties %v", map[string]string(cfg.KafkaProperties))
+	}
+	if s := cfg.KafkaProperties.String(); strings.Contains(s, "hunter2") {
+		t.Errorf("a secret property is printed: %s", s)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFlagsRejectBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		env, value string
+	}{
+		{"STB_DB_POOL_SIZE", "many"},
+		{"STB_MAX_BUNDLE_BYTES", "4 parsecs"},
+		{"STB_COMMIT_INTERVAL", "soon"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			var cfg runConfig
+			fs := newFlagSet("run", "")
+			cfg.bind(fs)
+			err := parseFlags(fs, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.env) {
+				t.Fatalf("error %v, want one naming %s", err, tc.env)
+			}
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"64KiB": 64 << 10, "4MiB": 4 << 20, "1GiB": 1 << 30, "123": 123, "10B": 10} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	if s := byteSize(4 << 20); s.String() != "4MiB" {
+		t.Errorf("String = %q", s.String())
+	}
+}
