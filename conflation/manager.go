@@ -31,6 +31,10 @@ type Config struct {
 	// before it is handed out as an expired job (to be dead-lettered); 0
 	// waits forever.
 	DependencyTimeout time.Duration
+	// NoConflation turns conflation off: every bundle is queued and
+	// written on its own, in arrival order, as a per-record sink would.
+	// It exists as the baseline that benchmarks compare against.
+	NoConflation bool
 	// Backoff between retries of a transiently failing type.
 	Backoff Backoff
 	// Now is the clock; time.Now when nil.

@@ -92,7 +92,11 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 		rel.add(b, tm.stale)
 		return false
 	}
-	switch s.info.Kind {
+	kind := s.info.Kind
+	if u.m.cfg.NoConflation && kind == bundle.Complete {
+		kind = bundle.Stream // every bundle queued and written, in order
+	}
+	switch kind {
 	case bundle.Complete:
 		for _, old := range s.pending {
 			rel.add(old, tm.conflated)
@@ -123,7 +127,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 			s.waitingSince = now
 		}
 		s.pending = append(s.pending, b)
-		if s.merge != nil && u.m.cfg.MaxDeltaBytes > 0 && s.pendingBytes() > u.m.cfg.MaxDeltaBytes {
+		if s.merge != nil && !u.m.cfg.NoConflation && u.m.cfg.MaxDeltaBytes > 0 && s.pendingBytes() > u.m.cfg.MaxDeltaBytes {
 			u.mergeLocked(s, rel, tm)
 		}
 	case bundle.Stream:
@@ -266,9 +270,17 @@ func (u *Unit) Next() (*Job, error) {
 		}
 		s := &u.slots[i]
 		job := &Job{Unit: u, Type: s.info.Name, Kind: s.info.Kind, Attempt: s.attempts, Expired: expired, slot: i}
-		job.Bundles = append(job.Bundles, s.pending...)
-		clear(s.pending)
-		s.pending = s.pending[:0]
+		if u.m.cfg.NoConflation {
+			// One bundle per job, in arrival order, as a per-record sink.
+			job.Bundles = append(job.Bundles, s.pending[0])
+			n := copy(s.pending, s.pending[1:])
+			s.pending[n] = nil
+			s.pending = s.pending[:n]
+		} else {
+			job.Bundles = append(job.Bundles, s.pending...)
+			clear(s.pending)
+			s.pending = s.pending[:0]
+		}
 		s.inflight = job.Bundles
 		u.busy = true
 		return job, nil
@@ -326,7 +338,11 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 // requeueLocked puts a failed job's bundles back in front of anything that
 // arrived meanwhile, unless what arrived replaces them.
 func (u *Unit) requeueLocked(s *slot, job *Job, rel *releaser, tm *typeMetrics) {
-	switch s.info.Kind {
+	kind := s.info.Kind
+	if u.m.cfg.NoConflation && kind == bundle.Complete {
+		kind = bundle.Stream
+	}
+	switch kind {
 	case bundle.Complete:
 		if len(s.pending) > 0 {
 			for _, b := range job.Bundles {

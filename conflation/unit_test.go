@@ -194,3 +194,25 @@ func TestDependencyTimeoutExpiresWaitingBundle(t *testing.T) {
 		t.Fatal("a bundle without a dependency expired")
 	}
 }
+
+// With conflation off every bundle is written on its own, in order: the
+// baseline the benchmarks compare against.
+func TestNoConflationWritesEveryBundleInOrder(t *testing.T) {
+	f := newFixture(t)
+	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, NoConflation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	for g := uint64(1); g <= 3; g++ {
+		f.insert("hub1", "managedclusters", v(1, g), nil)
+	}
+	for g := uint64(1); g <= 3; g++ {
+		j := f.take()
+		if len(j.Bundles) != 1 || j.Last().Version != v(1, g) {
+			t.Fatalf("job %d: %v, want just 1.%d", g, versions(j), g)
+		}
+		f.m.Report(j, Applied)
+	}
+	f.noneReady()
+}

@@ -81,6 +81,7 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 		Merge:             reg.Mergers(),
 		MaxDeltaBytes:     int(cfg.MaxDeltaBytes),
 		DependencyTimeout: cfg.DependencyTimeout,
+		NoConflation:      !cfg.Conflation,
 		Registerer:        b.registry,
 	})
 	if err != nil {

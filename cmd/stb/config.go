@@ -25,15 +25,17 @@ type runConfig struct {
 	// MaxBufferedBytes pauses reading while units hold more than this.
 	MaxBufferedBytes  byteSize
 	DependencyTimeout time.Duration
-	DatabaseURL       string
-	DBPoolSize        int
-	CommitInterval    time.Duration
-	JobTimeout        time.Duration
-	ShutdownTimeout   time.Duration
-	Migrate           bool
-	HTTPAddr          string
-	LogLevel          string
-	LogFormat         string
+	// Conflation off writes every bundle in arrival order (the baseline).
+	Conflation      bool
+	DatabaseURL     string
+	DBPoolSize      int
+	CommitInterval  time.Duration
+	JobTimeout      time.Duration
+	ShutdownTimeout time.Duration
+	Migrate         bool
+	HTTPAddr        string
+	LogLevel        string
+	LogFormat       string
 }
 
 func defaultPoolSize() int {
@@ -64,6 +66,7 @@ func (c *runConfig) bind(fs *flag.FlagSet) {
 	fs.Var(&c.MaxDeltaBytes, "max-delta-bytes", "waiting deltas of a hub above this size are merged into one")
 	fs.Var(&c.MaxBufferedBytes, "max-buffered-bytes", "payload bytes held in conflation units above which reading pauses (resumes below 80%); 0 never pauses")
 	fs.DurationVar(&c.DependencyTimeout, "dependency-timeout", 5*time.Minute, "a bundle waiting longer than this for its dependency is dead-lettered; 0 waits forever")
+	fs.BoolVar(&c.Conflation, "conflation", true, "conflate bundles per hub; false writes every bundle in arrival order (a per-record baseline for benchmarks)")
 	fs.StringVar(&c.DatabaseURL, "database-url", defaultDatabaseURL, "PostgreSQL URL (sslmode and other libpq parameters allowed)")
 	fs.IntVar(&c.DBPoolSize, "db-pool-size", defaultPoolSize(), "database connections for workers, and so the number of workers")
 	fs.DurationVar(&c.CommitInterval, "commit-interval", committer.DefaultInterval, "how often committed offsets are stored")
