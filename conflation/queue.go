@@ -48,6 +48,10 @@ func (q *ReadyQueue) Pop(ctx context.Context) (*Unit, error) {
 	}
 }
 
+// TryPop removes and returns the oldest unit, or nil when the queue is
+// empty; it never blocks.
+func (q *ReadyQueue) TryPop() *Unit { return q.tryPop() }
+
 func (q *ReadyQueue) tryPop() *Unit {
 	q.mu.Lock()
 	defer q.mu.Unlock()

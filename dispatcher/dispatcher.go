@@ -40,7 +40,22 @@ type Config struct {
 	// WakeInterval is how often units are checked for retries that fell
 	// due and dependency waits that expired.
 	WakeInterval time.Duration
+	// BatchJobs is the most jobs, from different units, that one worker
+	// writes in one transaction when more units are ready than workers;
+	// 1 writes every job on its own. Only small jobs (BatchBytes) join a
+	// batch: what a batch saves is the commit of each small job.
+	BatchJobs int
+	// BatchBytes is the payload size above which a job is written alone.
+	BatchBytes int
 }
+
+// Batching defaults: a commit (a WAL flush) costs about as much as a small
+// bundle's statements, so batching many small jobs per transaction roughly
+// halves their cost, while big bundles gain nothing from sharing one.
+const (
+	DefaultBatchJobs  = 32
+	DefaultBatchBytes = 64 << 10
+)
 
 // DefaultJobTimeout bounds a job that the database does not answer.
 const DefaultJobTimeout = 60 * time.Second
@@ -55,6 +70,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WakeInterval <= 0 {
 		c.WakeInterval = time.Second
+	}
+	if c.BatchJobs <= 0 {
+		c.BatchJobs = DefaultBatchJobs
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
 	}
 	return nil
 }
@@ -127,6 +148,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 func (d *Dispatcher) work(ctx context.Context) {
 	q := d.mgr.Queue()
+	jobs := make([]*conflation.Job, 0, d.cfg.BatchJobs)
 	for {
 		u, err := q.Pop(ctx)
 		if err != nil {
@@ -136,13 +158,83 @@ func (d *Dispatcher) work(ctx context.Context) {
 		if errors.Is(err, conflation.ErrNoReadyBundle) {
 			continue
 		}
+		jobs = append(jobs[:0], job)
+		// More units ready than workers: take a few more small jobs into
+		// the same transaction, never waiting for them.
+		for small(job, d.cfg.BatchBytes) && len(jobs) < d.cfg.BatchJobs {
+			u := q.TryPop()
+			if u == nil {
+				break
+			}
+			j, err := u.Next()
+			if err != nil {
+				continue
+			}
+			jobs = append(jobs, j)
+			if !small(j, d.cfg.BatchBytes) {
+				break
+			}
+		}
 		d.busy.Add(1)
-		out := d.process(context.WithoutCancel(ctx), job)
+		outs := d.processBatch(context.WithoutCancel(ctx), jobs)
 		d.busy.Add(-1)
-		if retryIn := d.mgr.Report(job, out); retryIn > 0 {
-			d.wakeAfter(u, retryIn)
+		for i, j := range jobs {
+			if retryIn := d.mgr.Report(j, outs[i]); retryIn > 0 {
+				d.wakeAfter(j.Unit, retryIn)
+			}
 		}
 	}
+}
+
+// small reports whether a job may share a transaction with others.
+func small(j *conflation.Job, limit int) bool {
+	if j.Expired {
+		return false
+	}
+	n := 0
+	for _, b := range j.Bundles {
+		n += b.Size
+	}
+	return n <= limit
+}
+
+// processBatch writes jobs of different units in one transaction. If that
+// fails for any reason, each job is written again on its own, so that one
+// bad bundle or one transient error decides only its own job's outcome.
+func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) []conflation.Outcome {
+	outs := make([]conflation.Outcome, len(jobs))
+	if len(jobs) == 1 {
+		outs[0] = d.process(ctx, jobs[0])
+		return outs
+	}
+	bctx, cancel := context.WithTimeout(ctx, d.cfg.JobTimeout)
+	start := time.Now()
+	applied := make([]bool, len(jobs))
+	err := pgx.BeginFunc(bctx, d.pool, func(tx pgx.Tx) error {
+		for i, j := range jobs {
+			var err error
+			if applied[i], err = d.applier.Apply(bctx, tx, j.Bundles); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	cancel()
+	if err != nil {
+		d.metrics.batchSplits.Inc()
+		for i, j := range jobs {
+			outs[i] = d.process(ctx, j)
+		}
+		return outs
+	}
+	took := time.Since(start) / time.Duration(len(jobs))
+	d.lastErr.Store(nil)
+	d.metrics.batches.Observe(float64(len(jobs)))
+	for i, j := range jobs {
+		outs[i] = conflation.Applied
+		d.metrics.observe(j, conflation.Applied, applied[i], took)
+	}
+	return outs
 }
 
 // process writes a job and returns its outcome. Permanent failures are

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/conflation"
@@ -104,8 +106,11 @@ func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
 	if reason != "data_exception" || hub != "hub-poison" {
 		t.Errorf("dead letter %s for %s, want data_exception for hub-poison", reason, hub)
 	}
-	if v := testutil.ToFloat64(d.metrics.jobs.WithLabelValues("flaky", "transient")); v != 2 {
-		t.Errorf("transient count %v, want 2", v)
+	// Each failed attempt shows either as a transient result or, when the
+	// two bundles happened to share a transaction, as a batch split.
+	transient := testutil.ToFloat64(d.metrics.jobs.WithLabelValues("flaky", "transient"))
+	if splits := testutil.ToFloat64(d.metrics.batchSplits); transient+splits != 2 {
+		t.Errorf("transient results %v + batch splits %v, want 2 failed attempts", transient, splits)
 	}
 	if d.Err() != nil {
 		t.Errorf("Err after recovery = %v, want nil", d.Err())
@@ -123,4 +128,58 @@ func TestNewRejectsMoreWorkersThanConnections(t *testing.T) {
 	if err == nil {
 		t.Fatal("more workers than connections accepted")
 	}
+}
+
+// With more ready units than workers, small jobs of different hubs share a
+// transaction; every one is still written and reported.
+func TestDispatcherBatchesSmallJobs(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	reg := dbsyncers.Default()
+	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released doneCount
+	const hubs = 100
+	for i := 0; i < hubs; i++ {
+		b := &bundle.Bundle{Hub: fmt.Sprintf("hub-%03d", i), Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 1},
+			Payload: &dbsyncers.HeartbeatPayload{}, Size: 2, EventTime: time.Now(), Origin: bundle.Origin{Offset: int64(i)}}
+		b.Track(&released)
+		mgr.Insert(b)
+	}
+	d, err := New(Config{Workers: 1}, pool, mgr, reg, nil, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for released.n.Load() < hubs && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if n := released.n.Load(); n != hubs {
+		t.Fatalf("%d of %d bundles finished", n, hubs)
+	}
+	var rows int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats`).Scan(&rows); err != nil || rows != hubs {
+		t.Fatalf("%d heartbeat rows (%v), want %d", rows, err, hubs)
+	}
+	if n := testutil.CollectAndCount(d.metrics.batches); n != 1 {
+		t.Fatalf("batch histogram has %d series", n)
+	}
+	if got := histogramCount(t, d.metrics.batches); got < 3 {
+		t.Fatalf("%d batched transactions for %d ready hubs and one worker, want at least 3", got, hubs)
+	}
+}
+
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }

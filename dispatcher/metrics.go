@@ -9,11 +9,13 @@ import (
 )
 
 type metrics struct {
-	duration  *prometheus.HistogramVec
-	jobs      *prometheus.CounterVec
-	freshness *prometheus.HistogramVec
-	heldFor   *prometheus.HistogramVec
-	dead      *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	jobs        *prometheus.CounterVec
+	freshness   *prometheus.HistogramVec
+	heldFor     *prometheus.HistogramVec
+	dead        *prometheus.CounterVec
+	batches     prometheus.Histogram
+	batchSplits prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
@@ -37,6 +39,15 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
 			Help:    "Time from reading a bundle to its commit in the database, by type.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 		}, []string{"type"}),
+		batches: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "batch_jobs",
+			Help:    "Jobs of different units written together in one transaction.",
+			Buckets: []float64{2, 4, 8, 16, 32, 64},
+		}),
+		batchSplits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "batch_splits_total",
+			Help: "Batched transactions that failed and were retried one job at a time.",
+		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",
 			Help: "Bundles dead-lettered after a permanent write failure, by type and reason.",
@@ -51,7 +62,7 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
 		Help: "Workers in the pool (equal to the database pool size).",
 	}, func() float64 { return float64(d.cfg.Workers) })
 	if reg != nil {
-		reg.MustRegister(m.duration, m.jobs, m.freshness, m.heldFor, m.dead, busy, workers)
+		reg.MustRegister(m.duration, m.jobs, m.freshness, m.heldFor, m.dead, m.batches, m.batchSplits, busy, workers)
 	}
 	return m
 }
