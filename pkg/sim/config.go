@@ -25,6 +25,19 @@ const (
 	DefaultChurnProbability = 0.1
 	// DefaultFirstIncarnation is the incarnation every agent starts with.
 	DefaultFirstIncarnation = 1
+	// DefaultPolicies is the number of policies per hub at the start.
+	DefaultPolicies = 5
+	// DefaultComplianceEvery is the number of rounds between a hub's
+	// complete compliance reports when its placement does not change; the
+	// rounds in between send deltas.
+	DefaultComplianceEvery = 5
+	// DefaultPlacementProbability is the chance per hub and round that its
+	// placement changes by itself: a policy is added, removed or placed on
+	// other clusters. Clusters coming and going change it too.
+	DefaultPlacementProbability = 0.1
+	// DefaultEventsPerRound is the number of policy events a hub reports
+	// per round, in one policyevents bundle.
+	DefaultEventsPerRound = 3
 )
 
 // Config configures a simulation. Probabilities are in [0, 1]; zero means
@@ -35,8 +48,9 @@ type Config struct {
 	// Clusters is the number of managed clusters per hub at the start; it
 	// stays within about 10% of it as clusters come and go.
 	Clusters int
-	// Generations is the number of rounds, at least 1; in each, every hub
-	// sends one bundle of each simulated type.
+	// Generations is the number of rounds, at least 1. In each, every hub
+	// sends a heartbeat and a managedclusters snapshot, and, when it has
+	// policies, the policy bundles that are due (see MessagesPerRound).
 	Generations int
 	// Topic the messages go to; "" means DefaultTopic.
 	Topic string
@@ -63,6 +77,25 @@ type Config struct {
 	// DefaultFirstIncarnation. Simulating again into a database that holds
 	// an earlier run needs a higher one, or every bundle would be stale.
 	FirstIncarnation uint64
+
+	// Policies is the number of policies per hub at the start, each placed
+	// on a random half of the hub's clusters; it stays within about 10% of
+	// it as policies come and go. 0 means DefaultPolicies; a negative
+	// value simulates no policies and sends none of the policy bundle
+	// types (clusterspolicies, compliance, compliancedelta, policyevents).
+	Policies int
+	// ComplianceEvery is the number of rounds from one complete compliance
+	// report to the next while the placement stays; a report also follows
+	// every clusterspolicies bundle, and the rounds without one send a
+	// compliancedelta. 1 sends a report every round and no deltas. 0 means
+	// DefaultComplianceEvery; negative, reports only after placements.
+	ComplianceEvery int
+	// PlacementProbability is the chance per hub and round that its
+	// placement changes by itself. 0 means DefaultPlacementProbability.
+	PlacementProbability float64
+	// EventsPerRound is the number of policy events per hub and round. 0
+	// means DefaultEventsPerRound; negative, none.
+	EventsPerRound int
 }
 
 // Validate checks the configuration.
@@ -87,6 +120,7 @@ func (c *Config) Validate() error {
 		{"restart probability", c.RestartProbability},
 		{"change probability", c.ChangeProbability},
 		{"churn probability", c.ChurnProbability},
+		{"placement probability", c.PlacementProbability},
 	} {
 		if p.v > 1 || math.IsNaN(p.v) {
 			errs = append(errs, fmt.Errorf("%s must be at most 1, got %v", p.name, p.v))
@@ -111,7 +145,64 @@ func (c Config) withDefaults() Config {
 	c.RestartProbability = probability(c.RestartProbability, DefaultRestartProbability)
 	c.ChangeProbability = probability(c.ChangeProbability, DefaultChangeProbability)
 	c.ChurnProbability = probability(c.ChurnProbability, DefaultChurnProbability)
+	c.PlacementProbability = probability(c.PlacementProbability, DefaultPlacementProbability)
+	c.Policies = count(c.Policies, DefaultPolicies)
+	c.ComplianceEvery = count(c.ComplianceEvery, DefaultComplianceEvery)
+	c.EventsPerRound = count(c.EventsPerRound, DefaultEventsPerRound)
 	return c
+}
+
+// count applies the convention of Config for numbers: 0 means def,
+// negative means none (0 once defaults are applied).
+func count(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// MessagesPerRound estimates the number of messages one hub sends per
+// round once past the first, for turning a message rate and a duration
+// into a number of rounds (Generations): rate × duration / (Hubs ×
+// MessagesPerRound). It is an average over the random changes of the
+// configuration, not a bound.
+//
+// Every round sends a heartbeat and a managedclusters snapshot. With
+// policies, a clusterspolicies bundle follows when the placement changed
+// (by itself, by an agent restart, or because a placed cluster went or a
+// new one was placed); then, while some policy is placed on some cluster,
+// a compliance report or a delta and a policyevents bundle; without any
+// placed pair, only the reports that are due.
+func (c Config) MessagesPerRound() float64 {
+	c = c.withDefaults()
+	n := 2.0
+	if c.Policies == 0 {
+		return n
+	}
+	// A placed cluster going or a new cluster being placed: each happens
+	// at the churn probability, and the cluster is placed with at least
+	// one policy unless all of them leave it out.
+	stay := (1 - c.PlacementProbability) * (1 - c.RestartProbability)
+	if c.Clusters > 0 {
+		placed := 1 - math.Pow(1-placeShare, float64(c.Policies))
+		stay *= math.Pow(1-c.ChurnProbability*placed, 2)
+	}
+	placements := 1 - stay
+	n += placements
+	// The chance that no policy is placed on any cluster.
+	none := math.Pow(1-placeShare, float64(c.Clusters*c.Policies))
+	reports := placements
+	if c.ComplianceEvery > 0 {
+		reports += stay / float64(c.ComplianceEvery)
+	}
+	perRound := 1.0 // a compliance report or a delta
+	if c.EventsPerRound > 0 {
+		perRound++
+	}
+	return n + none*reports + (1-none)*perRound
 }
 
 // probability applies the convention of Config: 0 means def, negative

@@ -6,18 +6,35 @@
 // round every hub, in turn, steps its model: an agent may restart (its
 // incarnation goes up and its generation counter starts again), some of its
 // managed clusters change labels, one may be removed or added, and the hub
-// sends one bundle of each type it simulates (a heartbeat and a
-// managedclusters snapshot), each with the next generation of its version.
-// The messages go to a Publisher; the command line adapts it to the Kafka
-// transport. Everything but the event times follows from Config.Seed: the
-// same configuration gives the same messages and the same Expected.
+// sends its bundles of the round, each with the next generation of its
+// one version counter:
 //
-// Expected is the final state per hub (the last version sent per bundle
-// type, the managed clusters of the last snapshot, whether a heartbeat was
-// sent) with message counts. It is written as indented JSON for the verify
-// package to compare the database with.
+//   - heartbeat and managedclusters (a snapshot of its clusters), always;
+//   - clusterspolicies, which policies apply to which clusters, when the
+//     placement changed: a policy was added, removed or placed on other
+//     clusters, or clusters of the snapshot just sent came or went (the
+//     placement never names a cluster the snapshot does not have);
+//   - compliance, a complete report built on the last placement, right
+//     after every clusterspolicies and every Config.ComplianceEvery
+//     rounds; or else compliancedelta, the pairs whose compliance changed
+//     since, on the last report as its base;
+//   - policyevents, a few events about placed pairs, each named uniquely.
 //
-// A bundle type is simulated by a source (see source.go): adding policies,
-// compliance, deltas or events is one more source in newHub's list, with
-// its share of the final state in Expected.
+// In its first round and after a restart a hub sends its full state
+// (managedclusters, clusterspolicies, compliance) before any delta, as a
+// real agent does. The messages go to a Publisher; the command line adapts
+// it to the Kafka transport. Everything but the event times follows from
+// Config.Seed: the same configuration gives the same messages and the same
+// Expected.
+//
+// Expected is the final state per hub: the last version sent per bundle
+// type (for compliancedelta only a bound when a report followed the last
+// delta), the managed clusters of the last snapshot, the compliance rows
+// (the pairs of the last placement, with the states of the last report and
+// the deltas after it), every event sent, whether a heartbeat was sent,
+// and message counts. It is written as indented JSON for the verify package
+// to compare the database with.
+//
+// A bundle type is simulated by a source (see source.go); the policy types
+// share one model of the hub's policies (policy.go, policysources.go).
 package sim

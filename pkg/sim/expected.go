@@ -35,6 +35,14 @@ type HubState struct {
 	// Versions maps each bundle type to the version of the last bundle of
 	// that type the hub sent: what status.bundle_versions must hold.
 	Versions map[string]bundle.Version
+	// VersionsAtMost maps the delta types whose version is uncertain to
+	// the last one sent: status.bundle_versions may hold no row for such a
+	// type, or one no newer than this. A compliancedelta's version is
+	// uncertain when a compliance report was sent after the last delta:
+	// the deltas before it may each have been applied or dropped, their
+	// base having been replaced (see DESIGN.md §5). A type is in Versions
+	// or here, never in both; nil when there is none.
+	VersionsAtMost map[string]bundle.Version
 	// Heartbeat says whether the hub sent a heartbeat, so that
 	// status.hub_heartbeats must have its row.
 	Heartbeat bool
@@ -42,8 +50,39 @@ type HubState struct {
 	// managedclusters snapshot: status.managed_clusters must hold exactly
 	// these.
 	ManagedClusters map[string]Cluster
+	// Compliance maps policy ids and cluster names to compliance states:
+	// status.compliance must hold exactly these rows. The pairs are those
+	// of the hub's last clusterspolicies bundle; the states those of its
+	// last compliance report with the deltas sent after it applied.
+	Compliance map[string]map[string]ComplianceState
+	// Events maps policy ids and cluster names to the names of the policy
+	// events the hub sent about them, sorted: event.policy_events must
+	// hold exactly these, each once.
+	Events map[string]map[string][]string
 	// Restarts is the number of times the hub's agent restarted.
 	Restarts int
+}
+
+// ComplianceRows returns the number of rows of status.compliance the hub
+// must have.
+func (h *HubState) ComplianceRows() int {
+	n := 0
+	for _, clusters := range h.Compliance {
+		n += len(clusters)
+	}
+	return n
+}
+
+// PolicyEvents returns the number of rows of event.policy_events the hub
+// must have.
+func (h *HubState) PolicyEvents() int {
+	n := 0
+	for _, clusters := range h.Events {
+		for _, names := range clusters {
+			n += len(names)
+		}
+	}
+	return n
 }
 
 // Cluster is a managed cluster as the database must hold it: its id and
@@ -55,26 +94,39 @@ type Cluster struct {
 
 // hubStateJSON is the file form of HubState: versions in their wire form
 // ("<incarnation>.<generation>"), which reads like the bridge's logs.
+// Files written before policies were simulated lack the policy members;
+// they read as hubs without policies.
 type hubStateJSON struct {
-	Versions        map[string]string  `json:"versions"`
-	Heartbeat       bool               `json:"heartbeat"`
-	ManagedClusters map[string]Cluster `json:"managedClusters"`
-	Restarts        int                `json:"restarts"`
+	Versions        map[string]string                     `json:"versions"`
+	VersionsAtMost  map[string]string                     `json:"versionsAtMost,omitempty"`
+	Heartbeat       bool                                  `json:"heartbeat"`
+	ManagedClusters map[string]Cluster                    `json:"managedClusters"`
+	Compliance      map[string]map[string]ComplianceState `json:"compliance"`
+	Events          map[string]map[string][]string        `json:"events"`
+	Restarts        int                                   `json:"restarts"`
 }
 
 // MarshalJSON writes versions in their wire form.
 func (h HubState) MarshalJSON() ([]byte, error) {
 	out := hubStateJSON{
-		Versions:        make(map[string]string, len(h.Versions)),
+		Versions:        versionStrings(h.Versions),
 		Heartbeat:       h.Heartbeat,
 		ManagedClusters: h.ManagedClusters,
+		Compliance:      h.Compliance,
+		Events:          h.Events,
 		Restarts:        h.Restarts,
+	}
+	if len(h.VersionsAtMost) > 0 {
+		out.VersionsAtMost = versionStrings(h.VersionsAtMost)
 	}
 	if out.ManagedClusters == nil {
 		out.ManagedClusters = map[string]Cluster{}
 	}
-	for t, v := range h.Versions {
-		out.Versions[t] = v.String()
+	if out.Compliance == nil {
+		out.Compliance = map[string]map[string]ComplianceState{}
+	}
+	if out.Events == nil {
+		out.Events = map[string]map[string][]string{}
 	}
 	return json.Marshal(out)
 }
@@ -85,20 +137,78 @@ func (h *HubState) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
-	versions := make(map[string]bundle.Version, len(in.Versions))
-	for t, s := range in.Versions {
-		v, err := bundle.ParseVersion(s)
-		if err != nil {
-			return fmt.Errorf("version of %s: %w", t, err)
+	versions, err := parseVersions(in.Versions)
+	if err != nil {
+		return err
+	}
+	var atMost map[string]bundle.Version
+	if len(in.VersionsAtMost) > 0 {
+		if atMost, err = parseVersions(in.VersionsAtMost); err != nil {
+			return fmt.Errorf("versionsAtMost: %w", err)
 		}
-		versions[t] = v
+		for t := range atMost {
+			if _, dup := versions[t]; dup {
+				return fmt.Errorf("version of %s is both exact and bounded", t)
+			}
+		}
+	}
+	for id, clusters := range in.Compliance {
+		for c, s := range clusters {
+			if !s.valid() {
+				return fmt.Errorf("compliance of policy %s on cluster %s: unknown state %q", id, c, s)
+			}
+		}
 	}
 	clusters := in.ManagedClusters
 	if clusters == nil {
 		clusters = map[string]Cluster{}
 	}
-	*h = HubState{Versions: versions, Heartbeat: in.Heartbeat, ManagedClusters: clusters, Restarts: in.Restarts}
+	compliance := in.Compliance
+	if compliance == nil {
+		compliance = map[string]map[string]ComplianceState{}
+	}
+	events := in.Events
+	if events == nil {
+		events = map[string]map[string][]string{}
+	}
+	for _, clusters := range events {
+		for c, names := range clusters {
+			slices.Sort(names) // as documented, whatever an editor did to the file
+			clusters[c] = slices.Compact(names)
+		}
+	}
+	*h = HubState{
+		Versions: versions, VersionsAtMost: atMost, Heartbeat: in.Heartbeat, ManagedClusters: clusters,
+		Compliance: compliance, Events: events, Restarts: in.Restarts,
+	}
 	return nil
+}
+
+// versionStrings returns versions in their wire form.
+func versionStrings(versions map[string]bundle.Version) map[string]string {
+	out := make(map[string]string, len(versions))
+	for t, v := range versions {
+		out[t] = v.String()
+	}
+	return out
+}
+
+// parseVersions reads what versionStrings returns.
+func parseVersions(in map[string]string) (map[string]bundle.Version, error) {
+	versions := make(map[string]bundle.Version, len(in))
+	for t, s := range in {
+		v, err := bundle.ParseVersion(s)
+		if err != nil {
+			return nil, fmt.Errorf("version of %s: %w", t, err)
+		}
+		versions[t] = v
+	}
+	return versions, nil
+}
+
+// valid reports whether s is one of the three states.
+func (s ComplianceState) valid() bool {
+	return s == Compliant || s == NonCompliant || s == UnknownCompliance
 }
 
 // HubNames returns the names of the expected hubs, sorted.
@@ -116,6 +226,26 @@ func (e *Expected) Clusters() int {
 	n := 0
 	for _, h := range e.Hubs {
 		n += len(h.ManagedClusters)
+	}
+	return n
+}
+
+// ComplianceRows returns the number of rows of status.compliance over all
+// hubs.
+func (e *Expected) ComplianceRows() int {
+	n := 0
+	for _, h := range e.Hubs {
+		n += h.ComplianceRows()
+	}
+	return n
+}
+
+// PolicyEvents returns the number of rows of event.policy_events over all
+// hubs.
+func (e *Expected) PolicyEvents() int {
+	n := 0
+	for _, h := range e.Hubs {
+		n += h.PolicyEvents()
 	}
 	return n
 }

@@ -31,3 +31,14 @@ func run(t testing.TB, cfg Config) (*Expected, *recorder) {
 	}
 	return exp, rec
 }
+
+// ofType returns the messages of type typ, in order.
+func ofType(msgs []Message, typ string) []Message {
+	var out []Message
+	for _, m := range msgs {
+		if m.Type == typ {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -16,8 +16,10 @@ type hub struct {
 	restartP float64
 	// version is the version of the last bundle stamped. Every bundle,
 	// whatever its type, takes the next generation, as the agent does.
-	version  bundle.Version
-	last     map[string]bundle.Version // last version sent per type
+	version bundle.Version
+	last    map[string]bundle.Version // last version sent per type
+	// bases maps each delta type sent to the type of its base.
+	bases    map[string]string
 	restarts int
 	sources  []source
 }
@@ -28,6 +30,13 @@ type hub struct {
 func newHub(cfg Config, i int) *hub {
 	name := cfg.hubName(i)
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))
+	clusters := newManagedClusters(rng, name, cfg)
+	// The order is the order of the hub's bundles in each round. It is
+	// part of what the seed reproduces; the policy sources rely on it.
+	sources := []source{&heartbeats{}, clusters}
+	if cfg.Policies > 0 {
+		sources = append(sources, newPolicySources(rng, name, clusters, cfg)...)
+	}
 	return &hub{
 		name:     name,
 		topic:    cfg.Topic,
@@ -35,12 +44,8 @@ func newHub(cfg Config, i int) *hub {
 		restartP: cfg.RestartProbability,
 		version:  bundle.Version{Incarnation: cfg.FirstIncarnation},
 		last:     make(map[string]bundle.Version),
-		// The order is the order of the hub's bundles in each round. It
-		// is part of what the seed reproduces: append new sources last.
-		sources: []source{
-			&heartbeats{},
-			newManagedClusters(rng, name, cfg),
-		},
+		bases:    make(map[string]string),
+		sources:  sources,
 	}
 }
 
@@ -48,12 +53,14 @@ func newHub(cfg Config, i int) *hub {
 // sends in it, in order, without their times: the caller stamps those when
 // it sends them.
 func (h *hub) step(round int) ([]Message, error) {
+	t := tick{round: round}
 	if round > 1 && h.rng.Float64() < h.restartP {
 		h.restart()
+		t.restarted = true
 	}
 	msgs := make([]Message, 0, len(h.sources))
 	for _, s := range h.sources {
-		d, ok, err := s.step(h.rng, round)
+		d, ok, err := s.step(h.rng, t)
 		if err != nil {
 			return nil, err
 		}
@@ -74,6 +81,9 @@ func (h *hub) step(round int) ([]Message, error) {
 				m.Dependency = &dep
 			}
 		}
+		if d.delta {
+			h.bases[d.typ] = d.dependsOn
+		}
 		h.last[d.typ] = h.version
 		msgs = append(msgs, m)
 	}
@@ -89,8 +99,29 @@ func (h *hub) restart() {
 
 // state returns what the database must hold for the hub once the bridge
 // has written the last bundle of every type.
+//
+// The version of a delta type is certain only when no base bundle was sent
+// after the last delta: the bridge then applies every delta on that base,
+// the last one included. When a newer base followed, the deltas before it
+// may each have been applied or dropped as stale (the bridge writes only
+// the newest base, and deltas on a replaced base never), so the database
+// holds one of their versions or none: VersionsAtMost bounds it instead.
 func (h *hub) state() *HubState {
-	st := &HubState{Versions: maps.Clone(h.last), Restarts: h.restarts}
+	st := &HubState{
+		Versions:   maps.Clone(h.last),
+		Compliance: map[string]map[string]ComplianceState{},
+		Events:     map[string]map[string][]string{},
+		Restarts:   h.restarts,
+	}
+	for typ, base := range h.bases {
+		if v := st.Versions[typ]; h.last[base].Newer(v) {
+			delete(st.Versions, typ)
+			if st.VersionsAtMost == nil {
+				st.VersionsAtMost = make(map[string]bundle.Version)
+			}
+			st.VersionsAtMost[typ] = v
+		}
+	}
 	for _, s := range h.sources {
 		s.record(st)
 	}

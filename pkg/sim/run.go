@@ -11,8 +11,9 @@ import (
 // bridge has written them all.
 //
 // In each round the hubs take turns, each sending its bundles of the round
-// (a heartbeat, then a managedclusters snapshot) before the next hub's, so
-// consecutive messages go to different hubs and partitions. Messages are
+// (a heartbeat, a managedclusters snapshot, then the policy bundles that
+// are due) before the next hub's, so consecutive messages go to different
+// hubs and partitions. Messages are
 // stamped with the time they are sent and paced to cfg.Rate. progress, if
 // not nil, is called after every message with the number sent so far; it
 // runs on Run's goroutine and should return quickly.

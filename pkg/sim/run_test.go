@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,7 +96,9 @@ func TestRunVersions(t *testing.T) {
 		t.Errorf("restarts: %d over hubs, Expected.Restarts %d; want the same, above 0 at probability 0.3", total, exp.Restarts)
 	}
 
-	// Expected holds the last version sent per hub and type.
+	// Expected holds the last version sent per hub and type, but for
+	// compliancedelta when a compliance report followed the last delta:
+	// that one is only a bound.
 	final := map[string]map[string]bundle.Version{}
 	for _, m := range rec.msgs {
 		if final[m.Hub] == nil {
@@ -102,10 +106,20 @@ func TestRunVersions(t *testing.T) {
 		}
 		final[m.Hub][m.Type] = m.Version
 	}
+	bounded := 0
 	for name, st := range exp.Hubs {
-		if !reflect.DeepEqual(st.Versions, final[name]) {
-			t.Errorf("hub %s: Expected versions %v, last sent %v", name, st.Versions, final[name])
+		want, wantAtMost := maps.Clone(final[name]), map[string]bundle.Version(nil)
+		if d, ok := want[TypeComplianceDelta]; ok && want[TypeCompliance].Newer(d) {
+			delete(want, TypeComplianceDelta)
+			wantAtMost = map[string]bundle.Version{TypeComplianceDelta: d}
+			bounded++
 		}
+		if !reflect.DeepEqual(st.Versions, want) || !reflect.DeepEqual(st.VersionsAtMost, wantAtMost) {
+			t.Errorf("hub %s: Expected versions %v and at most %v, last sent %v", name, st.Versions, st.VersionsAtMost, final[name])
+		}
+	}
+	if bounded == 0 || bounded == len(exp.Hubs) {
+		t.Errorf("%d of %d hubs have a bounded compliancedelta version; want some, not all", bounded, len(exp.Hubs))
 	}
 }
 
@@ -120,21 +134,50 @@ func TestRunMessages(t *testing.T) {
 	cfg := Config{Hubs: 4, Clusters: 20, Generations: 25, Seed: 9, Topic: "hubs-status", ChurnProbability: 0.5}
 	exp, rec := run(t, cfg)
 
-	if want := cfg.Hubs * cfg.Generations * 2; exp.Messages != want || len(rec.msgs) != want {
-		t.Fatalf("Messages %d, recorded %d, want %d", exp.Messages, len(rec.msgs), want)
+	if exp.Messages != len(rec.msgs) {
+		t.Fatalf("Messages %d, recorded %d", exp.Messages, len(rec.msgs))
+	}
+	byType := map[string]int{}
+	for _, m := range rec.msgs {
+		byType[m.Type]++
+	}
+	if !maps.Equal(exp.MessagesByType, byType) {
+		t.Errorf("MessagesByType %v, recorded %v", exp.MessagesByType, byType)
 	}
 	for _, typ := range []string{TypeHeartbeat, TypeManagedClusters} {
 		if got, want := exp.MessagesByType[typ], cfg.Hubs*cfg.Generations; got != want {
 			t.Errorf("MessagesByType[%s] = %d, want %d", typ, got, want)
 		}
 	}
+	for _, typ := range []string{TypeClustersPolicies, TypeCompliance, TypeComplianceDelta, TypePolicyEvents} {
+		if exp.MessagesByType[typ] == 0 {
+			t.Errorf("no %s bundle sent", typ)
+		}
+	}
 	if rec.flushes != 1 {
 		t.Errorf("publisher flushed %d times, want 1", rec.flushes)
 	}
 
-	// Hubs take turns, each sending its bundles of the round together.
-	if rec.msgs[0].Hub != "hub-001" || rec.msgs[1].Hub != "hub-001" || rec.msgs[2].Hub != "hub-002" {
-		t.Errorf("first hubs: %s %s %s, want hub-001 hub-001 hub-002", rec.msgs[0].Hub, rec.msgs[1].Hub, rec.msgs[2].Hub)
+	// Hubs take turns, each sending its bundles of the round together, a
+	// heartbeat first and a managedclusters snapshot second.
+	round, hubs := 0, []string{}
+	for i, m := range rec.msgs {
+		if m.Type == TypeHeartbeat {
+			if len(hubs)%cfg.Hubs == 0 {
+				round++
+			}
+			hubs = append(hubs, m.Hub)
+			if want := cfg.withDefaults().hubName(len(hubs) - 1 - (round-1)*cfg.Hubs); m.Hub != want {
+				t.Fatalf("message %d: round %d starts a heartbeat of %s, want %s", i, round, m.Hub, want)
+			}
+			if next := rec.msgs[i+1]; next.Hub != m.Hub || next.Type != TypeManagedClusters {
+				t.Fatalf("message %d: a heartbeat of %s is followed by a %s of %s", i, m.Hub, next.Type, next.Hub)
+			}
+			continue
+		}
+		if prev := rec.msgs[i-1]; m.Hub != prev.Hub {
+			t.Fatalf("message %d: a %s of %s follows a %s of %s", i, m.Type, m.Hub, prev.Type, prev.Hub)
+		}
 	}
 
 	// Every message decodes with the bridge's own decoders, and the last
@@ -144,8 +187,9 @@ func TestRunMessages(t *testing.T) {
 	lastSnapshot := map[string]map[string]Cluster{}
 	before := time.Now()
 	for i, m := range rec.msgs {
-		if m.Topic != cfg.Topic || m.Dependency != nil || m.Time.IsZero() || m.Time.After(before) {
-			t.Fatalf("message %d: topic %q, dependency %v, time %v", i, m.Topic, m.Dependency, m.Time)
+		wantDependency := m.Type == TypeCompliance || m.Type == TypeComplianceDelta
+		if m.Topic != cfg.Topic || (m.Dependency != nil) != wantDependency || m.Time.IsZero() || m.Time.After(before) {
+			t.Fatalf("message %d: %s with topic %q, dependency %v, time %v", i, m.Type, m.Topic, m.Dependency, m.Time)
 		}
 		if ids[m.ID] {
 			t.Fatalf("message %d: duplicate id %q", i, m.ID)
@@ -216,7 +260,11 @@ func decodeSnapshot(t *testing.T, data []byte) map[string]Cluster {
 func TestRunClusterChanges(t *testing.T) {
 	// Only the clusters that change get the round's generation label.
 	_, rec := run(t, Config{Hubs: 1, Clusters: 200, Generations: 2, Seed: 3, ChangeProbability: 0.25, ChurnProbability: -1})
-	second := decodeSnapshot(t, rec.msgs[3].Data)
+	snapshots := ofType(rec.msgs, TypeManagedClusters)
+	if len(snapshots) != 2 {
+		t.Fatalf("%d snapshots in 2 rounds", len(snapshots))
+	}
+	second := decodeSnapshot(t, snapshots[1].Data)
 	changed := 0
 	for _, c := range second {
 		if c.Labels[LabelGeneration] == "2" {
@@ -238,12 +286,28 @@ func TestRunZeroClusters(t *testing.T) {
 	if got := string(rec.msgs[1].Data); got != `{"objects":[]}` {
 		t.Errorf("empty snapshot is %s", got)
 	}
+	// Policies are placed nowhere: no rows, so no deltas and no events.
+	for name, st := range exp.Hubs {
+		if len(st.Compliance) != 0 || len(st.Events) != 0 {
+			t.Errorf("hub %s expects %d compliance rows and %d events, want none", name, st.ComplianceRows(), st.PolicyEvents())
+		}
+	}
+	for _, typ := range []string{TypeComplianceDelta, TypePolicyEvents} {
+		if n := exp.MessagesByType[typ]; n != 0 {
+			t.Errorf("%d %s bundles sent without clusters", n, typ)
+		}
+	}
+	for _, m := range ofType(rec.msgs, TypeClustersPolicies) {
+		if !strings.Contains(string(m.Data), `"clusters":[]`) {
+			t.Errorf("placement without clusters: %s", m.Data)
+		}
+	}
 }
 
 func TestRunRate(t *testing.T) {
 	// 200 messages at 1000/s take about 190 ms (the first 10 ms' worth go
 	// at once); assert only a floor, never a ceiling.
-	cfg := Config{Hubs: 10, Clusters: 2, Generations: 10, Rate: 1000}
+	cfg := Config{Hubs: 10, Clusters: 2, Generations: 10, Rate: 1000, Policies: -1}
 	start := time.Now()
 	exp, _ := run(t, cfg)
 	elapsed := time.Since(start)

@@ -7,10 +7,15 @@ import (
 	"slices"
 )
 
-// Bundle types the simulator sends.
+// Bundle types the simulator sends, in the order a hub sends them in a
+// round.
 const (
-	TypeHeartbeat       = "heartbeat"
-	TypeManagedClusters = "managedclusters"
+	TypeHeartbeat        = "heartbeat"
+	TypeManagedClusters  = "managedclusters"
+	TypeClustersPolicies = "clusterspolicies"
+	TypeCompliance       = "compliance"
+	TypeComplianceDelta  = "compliancedelta"
+	TypePolicyEvents     = "policyevents"
 )
 
 // draft is one bundle a source produces in a round, before its hub stamps
@@ -21,15 +26,31 @@ type draft struct {
 	// dependsOn names the type whose last version sent becomes the
 	// bundle's Dependency; "" for types that name none.
 	dependsOn string
+	// delta marks a delta on the last dependsOn bundle sent: the database
+	// applies it only on exactly that base (see hub.state).
+	delta bool
 }
+
+// tick is what a source learns about the round it steps into.
+type tick struct {
+	round int // 1-based
+	// restarted says the agent restarted before this round.
+	restarted bool
+}
+
+// fresh reports whether the agent starts from scratch in this round (its
+// first, or the first after a restart): it then sends its full state,
+// every complete bundle type, before any delta.
+func (t tick) fresh() bool { return t.round == 1 || t.restarted }
 
 // source simulates one bundle type of one hub. A hub steps its sources in
 // a fixed order, with the hub's random source, so that a run is
-// reproducible. Policies, compliance, deltas or events are further sources.
+// reproducible. Sources of related types (the policy ones) share a model
+// and rely on that order.
 type source interface {
-	// step advances the simulated state to round and returns the bundle
-	// the hub sends for it, if any.
-	step(rng *rand.Rand, round int) (d draft, ok bool, err error)
+	// step advances the simulated state to the round and returns the
+	// bundle the hub sends in it, if any.
+	step(rng *rand.Rand, t tick) (d draft, ok bool, err error)
 	// record adds what the database must hold of this type, once the
 	// bridge has written the last bundle sent, to st.
 	record(st *HubState)
@@ -40,7 +61,7 @@ type heartbeats struct {
 	sent bool
 }
 
-func (s *heartbeats) step(*rand.Rand, int) (draft, bool, error) {
+func (s *heartbeats) step(*rand.Rand, tick) (draft, bool, error) {
 	s.sent = true
 	return draft{typ: TypeHeartbeat, data: []byte(`{}`)}, true, nil
 }
@@ -73,9 +94,9 @@ func (s *managedClusters) add(rng *rand.Rand, round int) {
 	s.clusters = append(s.clusters, newCluster(rng, s.hub, s.next, round))
 }
 
-func (s *managedClusters) step(rng *rand.Rand, round int) (draft, bool, error) {
-	if round > 1 {
-		s.evolve(rng, round)
+func (s *managedClusters) step(rng *rand.Rand, t tick) (draft, bool, error) {
+	if t.round > 1 {
+		s.evolve(rng, t.round)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"objects":[`)

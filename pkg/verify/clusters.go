@@ -27,26 +27,13 @@ func (v *verifier) clusters(ctx context.Context, db Querier) error {
 	if err != nil {
 		return err
 	}
+	scan := newHubScan(v, "status.managed_clusters", v.missingClusters)
 	var (
 		hub, name, id string
 		labels        []byte
-
-		current string          // hub whose rows are being read
-		seen    map[string]bool // its expected clusters found so far
-		done    = make(map[string]bool, len(v.exp.Hubs))
 	)
-	flush := func() {
-		if st := v.exp.Hubs[current]; st != nil {
-			v.missingClusters(current, st, seen)
-			done[current] = true
-		}
-	}
 	_, err = pgx.ForEachRow(rows, []any{&hub, &name, &id, &labels}, func() error {
-		if hub != current {
-			flush()
-			current, seen = hub, make(map[string]bool)
-		}
-		st := v.expected(hub, "status.managed_clusters")
+		st, found := scan.row(hub)
 		if st == nil {
 			return nil
 		}
@@ -55,7 +42,7 @@ func (v *verifier) clusters(ctx context.Context, db Querier) error {
 			v.report.add(Category{Kind: UnexpectedCluster}, hub, "unexpected managed cluster %s", name)
 			return nil
 		}
-		seen[name] = true
+		found[name] = true
 		if id != want.UID {
 			v.report.add(Category{Kind: WrongClusterID}, hub, "managed cluster %s has id %q, want %q", name, id, want.UID)
 		}
@@ -67,22 +54,17 @@ func (v *verifier) clusters(ctx context.Context, db Querier) error {
 	if err != nil {
 		return err
 	}
-	flush()
-	for _, hub := range v.hubNames {
-		if !done[hub] {
-			v.missingClusters(hub, v.exp.Hubs[hub], nil)
-		}
-	}
+	scan.finish()
 	return nil
 }
 
-// missingClusters reports the expected clusters of hub not in seen.
-func (v *verifier) missingClusters(hub string, st *sim.HubState, seen map[string]bool) {
-	if len(seen) == len(st.ManagedClusters) {
-		return // seen holds only expected names
+// missingClusters reports the expected clusters of hub not in found.
+func (v *verifier) missingClusters(hub string, st *sim.HubState, found map[string]bool) {
+	if len(found) == len(st.ManagedClusters) {
+		return // found holds only expected names
 	}
 	for _, name := range sortedKeys(st.ManagedClusters) {
-		if !seen[name] {
+		if !found[name] {
 			v.report.add(Category{Kind: MissingCluster}, hub, "managed cluster %s is missing", name)
 		}
 	}

@@ -2,12 +2,16 @@
 // simulation says it must hold (sim.Expected), for `stb verify`, `stb demo`
 // and the end-to-end tests.
 //
-// Verify reads each status table once, for all hubs (a handful of
-// set-based queries, streamed, whatever the number of hubs), and reports
-// every difference: versions in status.bundle_versions older or newer than
-// the last bundle sent, missing or unexpected managed clusters and wrong
-// cluster ids or labels, missing heartbeats and hub rows, and rows of hubs
-// that were never simulated. The Report counts the hubs affected per
+// Verify reads each table once, for all hubs (a handful of set-based
+// queries, streamed, whatever the number of hubs; a table whose rows are
+// compared one by one is read in hub order, so only one hub's keys are held
+// at once), and reports every difference: versions in
+// status.bundle_versions older or newer than the last bundle sent (or, for
+// a compliancedelta a report followed, newer than the bound); missing or
+// unexpected managed clusters and wrong cluster ids or labels; missing or
+// unexpected rows of status.compliance and rows in the wrong state; missing
+// or unexpected policy events; missing heartbeats and hub rows; and rows of
+// hubs that were never simulated. The Report counts the hubs affected per
 // category and keeps the differences themselves, sorted, for its Summary.
 //
 // It only reads, and knows nothing of Kafka or of how the bridge writes.

@@ -44,6 +44,20 @@ func load(t testing.TB, pool *pgxpool.Pool, exp *sim.Expected) {
 			b.Queue(`INSERT INTO status.managed_clusters (hub, cluster_name, cluster_id, payload)
 				VALUES ($1, $2, $3, $4::jsonb)`, hub, name, c.UID, clusterPayload(t, name, c))
 		}
+		for policy, clusters := range st.Compliance {
+			for cluster, state := range clusters {
+				b.Queue(`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
+					VALUES ($1, $2, $3, $4)`, hub, policy, cluster, string(state))
+			}
+		}
+		for policy, clusters := range st.Events {
+			for cluster, names := range clusters {
+				for _, name := range names {
+					b.Queue(`INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name, reason, message)
+						VALUES ($1, $2, $3, $4, 'PolicyStatusSync', 'loaded by hand')`, hub, policy, cluster, name)
+				}
+			}
+		}
 	}
 	if err := pool.SendBatch(ctx, b).Close(); err != nil {
 		t.Fatalf("load expected state: %v", err)

@@ -33,6 +33,21 @@ const (
 	WrongClusterID
 	// WrongLabels: a cluster's row has other metadata.labels.
 	WrongLabels
+	// MissingCompliance: a (policy, cluster) pair of the hub's last
+	// placement has no row in status.compliance.
+	MissingCompliance
+	// UnexpectedCompliance: a row of status.compliance is not a pair of
+	// the hub's last placement.
+	UnexpectedCompliance
+	// WrongCompliance: a pair's row has another compliance state than the
+	// hub's last report and the deltas after it give.
+	WrongCompliance
+	// MissingEvent: a policy event the hub sent has no row in
+	// event.policy_events.
+	MissingEvent
+	// UnexpectedEvent: a row of event.policy_events is not an event the
+	// hub sent.
+	UnexpectedEvent
 	// MissingHeartbeat: status.hub_heartbeats has no row for a hub that
 	// sent heartbeats.
 	MissingHeartbeat
@@ -78,6 +93,16 @@ func (c Category) Describe(n int) string {
 		what = have + " managed clusters with wrong cluster ids"
 	case WrongLabels:
 		what = have + " managed clusters with wrong labels"
+	case MissingCompliance:
+		what = are + " missing compliance rows"
+	case UnexpectedCompliance:
+		what = have + " unexpected compliance rows"
+	case WrongCompliance:
+		what = have + " compliance rows in the wrong state"
+	case MissingEvent:
+		what = are + " missing policy events"
+	case UnexpectedEvent:
+		what = have + " unexpected policy events"
 	case MissingHeartbeat:
 		what = have + " no heartbeat"
 	case UnexpectedHeartbeat:
@@ -101,11 +126,15 @@ const summaryMismatches = 20
 
 // Report is the outcome of Verify.
 type Report struct {
-	// Hubs, Versions and Clusters count what was expected: hubs, rows of
-	// status.bundle_versions and rows of status.managed_clusters.
-	Hubs     int
-	Versions int
-	Clusters int
+	// Hubs, Versions, Clusters, ComplianceRows and Events count what was
+	// expected: hubs, rows of status.bundle_versions (those whose version
+	// is certain), of status.managed_clusters, of status.compliance and of
+	// event.policy_events.
+	Hubs           int
+	Versions       int
+	Clusters       int
+	ComplianceRows int
+	Events         int
 
 	// Differences is the number of differences found.
 	Differences int
@@ -158,8 +187,8 @@ func (r *Report) categories() []Category {
 // of hubs affected per category and the first differences.
 func (r *Report) Summary() string {
 	if r.OK() {
-		return fmt.Sprintf("database matches the expected state: %d hubs, %d bundle versions, %d managed clusters",
-			r.Hubs, r.Versions, r.Clusters)
+		return fmt.Sprintf("database matches the expected state: %d hubs, %d bundle versions, %d managed clusters, %d compliance rows, %d policy events",
+			r.Hubs, r.Versions, r.Clusters, r.ComplianceRows, r.Events)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "database differs from the expected state of %d hubs: %s\n", r.Hubs, plural(r.Differences, "difference"))

@@ -22,6 +22,12 @@ func TestCategoryDescribe(t *testing.T) {
 		{Category{Kind: UnexpectedCluster}, 2, "2 hubs have unexpected managed clusters"},
 		{Category{Kind: WrongClusterID}, 1, "1 hub has managed clusters with wrong cluster ids"},
 		{Category{Kind: WrongLabels}, 5, "5 hubs have managed clusters with wrong labels"},
+		{Category{Kind: MissingCompliance}, 1, "1 hub is missing compliance rows"},
+		{Category{Kind: MissingCompliance}, 2, "2 hubs are missing compliance rows"},
+		{Category{Kind: UnexpectedCompliance}, 1, "1 hub has unexpected compliance rows"},
+		{Category{Kind: WrongCompliance}, 3, "3 hubs have compliance rows in the wrong state"},
+		{Category{Kind: MissingEvent}, 1, "1 hub is missing policy events"},
+		{Category{Kind: UnexpectedEvent}, 2, "2 hubs have unexpected policy events"},
 		{Category{Kind: MissingHeartbeat}, 1, "1 hub has no heartbeat"},
 		{Category{Kind: UnexpectedHeartbeat}, 2, "2 hubs have a heartbeat but sent none"},
 		{Category{Kind: MissingHub}, 2, "2 hubs are missing from status.hubs"},
@@ -91,9 +97,9 @@ func TestReportSummaryShowsTheFirstDifferences(t *testing.T) {
 }
 
 func TestReportOK(t *testing.T) {
-	r := Report{Hubs: 2, Versions: 4, Clusters: 10}
+	r := Report{Hubs: 2, Versions: 4, Clusters: 10, ComplianceRows: 30, Events: 7}
 	r.finish()
-	if !r.OK() || !strings.HasPrefix(r.Summary(), "database matches the expected state: 2 hubs, 4 bundle versions, 10 managed clusters") {
+	if !r.OK() || r.Summary() != "database matches the expected state: 2 hubs, 4 bundle versions, 10 managed clusters, 30 compliance rows, 7 policy events" {
 		t.Errorf("OK %v, summary %q", r.OK(), r.Summary())
 	}
 }

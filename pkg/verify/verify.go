@@ -32,6 +32,13 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		if st == nil {
 			return nil, fmt.Errorf("verify: expected state of hub %q is nil", name)
 		}
+		for policy, clusters := range st.Events {
+			for cluster, names := range clusters {
+				if !slices.IsSorted(names) {
+					return nil, fmt.Errorf("verify: expected events of hub %q, policy %q, cluster %q are not sorted", name, policy, cluster)
+				}
+			}
+		}
 	}
 	v := &verifier{
 		exp:       exp,
@@ -42,6 +49,8 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 	for _, h := range exp.Hubs {
 		v.report.Versions += len(h.Versions)
 		v.report.Clusters += len(h.ManagedClusters)
+		v.report.ComplianceRows += h.ComplianceRows()
+		v.report.Events += h.PolicyEvents()
 	}
 	for _, check := range []struct {
 		table string
@@ -49,6 +58,8 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 	}{
 		{"status.bundle_versions", v.versions},
 		{"status.managed_clusters", v.clusters},
+		{"status.compliance", v.compliance},
+		{"event.policy_events", v.events},
 		{"status.hub_heartbeats", v.heartbeats},
 		{"status.hubs", v.hubs},
 	} {

@@ -3,12 +3,15 @@ package verify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/sim"
 )
@@ -32,19 +35,48 @@ func TestVerify(t *testing.T) {
 	if !rep.OK() {
 		t.Fatalf("Verify of the expected state:\n%s", rep.Summary())
 	}
-	if rep.Hubs != 6 || rep.Versions != 12 || rep.Clusters != exp.Clusters() {
-		t.Errorf("report counts: %d hubs, %d versions, %d clusters", rep.Hubs, rep.Versions, rep.Clusters)
+	versions := 0
+	for _, st := range exp.Hubs {
+		versions += len(st.Versions)
 	}
-	if s := rep.Summary(); !strings.HasPrefix(s, "database matches the expected state: 6 hubs, 12 bundle versions") {
-		t.Errorf("summary: %s", s)
+	if rep.Hubs != 6 || rep.Versions != versions || rep.Clusters != exp.Clusters() ||
+		rep.ComplianceRows != exp.ComplianceRows() || rep.Events != exp.PolicyEvents() || rep.ComplianceRows == 0 || rep.Events == 0 {
+		t.Errorf("report counts: %d hubs, %d versions, %d clusters, %d compliance rows, %d events",
+			rep.Hubs, rep.Versions, rep.Clusters, rep.ComplianceRows, rep.Events)
+	}
+	want := fmt.Sprintf("database matches the expected state: 6 hubs, %d bundle versions, %d managed clusters, %d compliance rows, %d policy events",
+		versions, exp.Clusters(), exp.ComplianceRows(), exp.PolicyEvents())
+	if s := rep.Summary(); s != want {
+		t.Errorf("summary: %s\nwant:    %s", s, want)
+	}
+
+	// A hub whose compliancedelta version is only bounded: load left its
+	// row out, which matches.
+	var bounded string
+	var bound bundle.Version
+	for _, name := range exp.HubNames() {
+		if v, ok := exp.Hubs[name].VersionsAtMost[sim.TypeComplianceDelta]; ok {
+			bounded, bound = name, v
+			break
+		}
+	}
+	if bounded == "" {
+		t.Fatal("no hub has a bounded compliancedelta version; pick another seed")
 	}
 
 	hub := "hub-002"
-	var cluster string
-	for name := range exp.Hubs[hub].ManagedClusters {
-		cluster = name
-		break
+	st := exp.Hubs[hub]
+	cluster := sortedKeys(st.ManagedClusters)[0]
+	policy := sortedKeys(st.Compliance)[0]
+	placed := sortedKeys(st.Compliance[policy])[0]
+	state := st.Compliance[policy][placed]
+	other := sim.Compliant
+	if state == sim.Compliant {
+		other = sim.NonCompliant
 	}
+	evPolicy := sortedKeys(st.Events)[0]
+	evCluster := sortedKeys(st.Events[evPolicy])[0]
+	event := st.Events[evPolicy][evCluster][0]
 
 	type change struct {
 		sql  string
@@ -90,9 +122,87 @@ func TestVerify(t *testing.T) {
 		{
 			name: "version of a type never sent",
 			changes: []change{{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
-				VALUES ($1, 'compliance', 1, 1)`, []any{hub}}},
-			want:    map[Category]int{{UnexpectedVersion, "compliance"}: 1},
-			summary: "1 hub has compliance versions but sent no compliance bundle",
+				VALUES ($1, 'localpolicies', 1, 1)`, []any{hub}}},
+			want:    map[Category]int{{UnexpectedVersion, "localpolicies"}: 1},
+			summary: "1 hub has localpolicies versions but sent no localpolicies bundle",
+		},
+		{
+			name: "compliancedelta version newer than the last delta sent",
+			changes: []change{{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+				VALUES ($1, 'compliancedelta', $2::numeric, $3::numeric)`,
+				[]any{bounded, strconv.FormatUint(bound.Incarnation, 10), strconv.FormatUint(bound.Generation+1, 10)}}},
+			want:    map[Category]int{{NewerVersion, "compliancedelta"}: 1},
+			summary: "1 hub has compliancedelta versions newer than the last sent",
+			line:    bounded + ": compliancedelta version " + bundle.Version{Incarnation: bound.Incarnation, Generation: bound.Generation + 1}.String() + ", want at most " + bound.String(),
+		},
+		{
+			name: "wrong compliance state",
+			changes: []change{{`UPDATE status.compliance SET compliance = $4
+				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3`, []any{hub, policy, placed, string(other)}}},
+			want:    map[Category]int{{Kind: WrongCompliance}: 1},
+			summary: "1 hub has compliance rows in the wrong state",
+			line:    fmt.Sprintf("%s: policy %s on cluster %s is %s, want %s", hub, policy, placed, other, state),
+		},
+		{
+			name: "missing compliance row",
+			changes: []change{{`DELETE FROM status.compliance
+				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3`, []any{hub, policy, placed}}},
+			want:    map[Category]int{{Kind: MissingCompliance}: 1},
+			summary: "1 hub is missing compliance rows",
+			line:    fmt.Sprintf("%s: compliance of policy %s on cluster %s is missing, want %s", hub, policy, placed, state),
+		},
+		{
+			name:    "all compliance rows of a hub missing",
+			changes: []change{{`DELETE FROM status.compliance WHERE hub = $1`, []any{hub}}},
+			want:    map[Category]int{{Kind: MissingCompliance}: 1},
+			diffs:   st.ComplianceRows(),
+			summary: "1 hub is missing compliance rows",
+		},
+		{
+			name: "extra compliance row",
+			changes: []change{{`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
+				VALUES ($1, $2, 'stowaway', 'unknown')`, []any{hub, policy}}},
+			want:    map[Category]int{{Kind: UnexpectedCompliance}: 1},
+			summary: "1 hub has unexpected compliance rows",
+			line:    fmt.Sprintf("%s: unexpected compliance row: policy %s on cluster stowaway (unknown)", hub, policy),
+		},
+		{
+			name: "compliance of a removed policy",
+			changes: []change{{`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
+				VALUES ($1, 'gone', $2, 'compliant'), ($1, 'gone', $3, 'compliant')`, []any{hub, placed, cluster}}},
+			want:    map[Category]int{{Kind: UnexpectedCompliance}: 1},
+			diffs:   2,
+			summary: "1 hub has unexpected compliance rows",
+		},
+		{
+			name: "missing policy event",
+			changes: []change{{`DELETE FROM event.policy_events
+				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3 AND event_name = $4`, []any{hub, evPolicy, evCluster, event}}},
+			want:    map[Category]int{{Kind: MissingEvent}: 1},
+			summary: "1 hub is missing policy events",
+			line:    fmt.Sprintf("%s: policy event %s (policy %s, cluster %s) is missing", hub, event, evPolicy, evCluster),
+		},
+		{
+			name: "extra policy event",
+			changes: []change{{`INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name)
+				VALUES ($1, $2, $3, 'policy-999.ffffffff')`, []any{hub, evPolicy, evCluster}}},
+			want:    map[Category]int{{Kind: UnexpectedEvent}: 1},
+			summary: "1 hub has unexpected policy events",
+			line:    fmt.Sprintf("%s: unexpected policy event policy-999.ffffffff (policy %s, cluster %s)", hub, evPolicy, evCluster),
+		},
+		{
+			name: "event moved to another cluster",
+			changes: []change{{`UPDATE event.policy_events SET cluster_name = 'elsewhere'
+				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3 AND event_name = $4`, []any{hub, evPolicy, evCluster, event}}},
+			want:    map[Category]int{{Kind: MissingEvent}: 1, {Kind: UnexpectedEvent}: 1},
+			summary: "1 hub has unexpected policy events",
+		},
+		{
+			name:    "all events of three hubs missing",
+			changes: []change{{`DELETE FROM event.policy_events WHERE hub IN ('hub-001', 'hub-003', 'hub-005')`, nil}},
+			want:    map[Category]int{{Kind: MissingEvent}: 3},
+			diffs:   exp.Hubs["hub-001"].PolicyEvents() + exp.Hubs["hub-003"].PolicyEvents() + exp.Hubs["hub-005"].PolicyEvents(),
+			summary: "3 hubs are missing policy events",
 		},
 		{
 			name:    "missing cluster",
@@ -160,16 +270,19 @@ func TestVerify(t *testing.T) {
 				{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
 					VALUES ('intruder', 'heartbeat', 1, 1)`, nil},
 				{`INSERT INTO status.managed_clusters (hub, cluster_name, payload) VALUES ('intruder', 'c', '{}')`, nil},
+				{`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance) VALUES ('intruder', 'p', 'c', 'unknown')`, nil},
+				{`INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name) VALUES ('intruder', 'p', 'c', 'e')`, nil},
 			},
 			want:    map[Category]int{{Kind: UnexpectedHub}: 1},
 			summary: "1 unexpected hub has rows in the database",
-			line:    "intruder: not expected, but has rows in status.bundle_versions, status.managed_clusters, status.hubs",
+			line:    "intruder: not expected, but has rows in status.bundle_versions, status.managed_clusters, status.compliance, event.policy_events, status.hubs",
 		},
 		{
 			name: "several at once",
 			changes: []change{
 				{`DELETE FROM status.hub_heartbeats WHERE hub IN ('hub-001', 'hub-004')`, nil},
-				{`UPDATE status.bundle_versions SET generation = generation - 1 WHERE hub = 'hub-006'`, nil},
+				{`UPDATE status.bundle_versions SET generation = generation - 1
+					WHERE hub = 'hub-006' AND bundle_type IN ('heartbeat', 'managedclusters')`, nil},
 			},
 			want: map[Category]int{
 				{Kind: MissingHeartbeat}:          2,
@@ -219,6 +332,53 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// A bounded compliancedelta version matches when its row is missing (as
+// loaded) and when it holds any version up to the bound: deltas before the
+// last compliance report may each have been applied or dropped.
+func TestVerifyBoundedVersion(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	ctx := context.Background()
+	exp := simulate(t, sim.Config{Hubs: 4, Clusters: 5, Generations: 10, Seed: 3, ComplianceEvery: 2})
+	load(t, pool, exp)
+	n := 0
+	for _, hub := range exp.HubNames() {
+		bound, ok := exp.Hubs[hub].VersionsAtMost[sim.TypeComplianceDelta]
+		if !ok {
+			continue
+		}
+		n++
+		for _, v := range []bundle.Version{bound, {Incarnation: bound.Incarnation, Generation: 1}, {}} {
+			inTx(t, pool, func(tx pgx.Tx) {
+				if _, err := tx.Exec(ctx, `INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+					VALUES ($1, 'compliancedelta', $2::numeric, $3::numeric)`,
+					hub, strconv.FormatUint(v.Incarnation, 10), strconv.FormatUint(v.Generation, 10)); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Verify(ctx, tx, exp)
+				if err != nil {
+					t.Fatalf("Verify: %v", err)
+				}
+				if !rep.OK() {
+					t.Errorf("compliancedelta version %s of %s, bounded by %s:\n%s", v, hub, bound, rep.Summary())
+				}
+			})
+		}
+	}
+	if n == 0 {
+		t.Fatal("no hub has a bounded compliancedelta version; pick another seed")
+	}
+}
+
+func TestVerifyRejectsUnsortedEvents(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	exp := &sim.Expected{Hubs: map[string]*sim.HubState{"h": {
+		Events: map[string]map[string][]string{"p": {"c": {"b", "a"}}},
+	}}}
+	if _, err := Verify(context.Background(), pool, exp); err == nil || !strings.Contains(err.Error(), "not sorted") {
+		t.Fatalf("Verify with unsorted event names: %v", err)
+	}
+}
+
 // An empty database differs in every row; the report keeps MaxMismatches
 // lines, counts them all and lists the first 20 in its summary.
 func TestVerifyEmptyDatabase(t *testing.T) {
@@ -228,8 +388,13 @@ func TestVerifyEmptyDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	// Per hub: 1200 clusters, 2 versions, 1 heartbeat, 1 hubs row.
-	if want := 3 * (400 + 2 + 1 + 1); rep.Differences != want {
+	// Per hub: every cluster, version, compliance row and event, the
+	// heartbeat and the hubs row.
+	want := 0
+	for _, st := range exp.Hubs {
+		want += len(st.ManagedClusters) + len(st.Versions) + st.ComplianceRows() + st.PolicyEvents() + 2
+	}
+	if rep.Differences != want {
 		t.Fatalf("%d differences, want %d", rep.Differences, want)
 	}
 	if len(rep.Mismatches) != MaxMismatches {
@@ -237,13 +402,16 @@ func TestVerifyEmptyDatabase(t *testing.T) {
 	}
 	summary := rep.Summary()
 	for _, want := range []string{
-		"database differs from the expected state of 3 hubs: 1212 differences",
+		fmt.Sprintf("database differs from the expected state of 3 hubs: %d differences", want),
 		"3 hubs have no heartbeat version",
 		"3 hubs have no managedclusters version",
+		"3 hubs have no compliance version",
 		"3 hubs are missing managed clusters",
+		"3 hubs are missing compliance rows",
+		"3 hubs are missing policy events",
 		"3 hubs have no heartbeat\n",
 		"3 hubs are missing from status.hubs",
-		"first 20 of 1212 differences:",
+		fmt.Sprintf("first 20 of %d differences:", want),
 	} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)

@@ -16,7 +16,9 @@ SELECT hub, bundle_type, incarnation::text, generation::text
 FROM status.bundle_versions`
 
 // versions compares status.bundle_versions with the last version each hub
-// sent per type.
+// sent per type. For a type whose version is only bounded
+// (HubState.VersionsAtMost) a missing row or any version up to the bound
+// matches.
 func (v *verifier) versions(ctx context.Context, db Querier) error {
 	rows, err := db.Query(ctx, versionsSQL)
 	if err != nil {
@@ -38,6 +40,12 @@ func (v *verifier) versions(ctx context.Context, db Querier) error {
 		}
 		found[hub][typ] = true
 		want, ok := st.Versions[typ]
+		if bound, bounded := st.VersionsAtMost[typ]; !ok && bounded {
+			if got.Newer(bound) {
+				v.report.add(Category{NewerVersion, typ}, hub, "%s version %s, want at most %s (newer than the last sent)", typ, got, bound)
+			}
+			return nil
+		}
 		switch {
 		case !ok:
 			v.report.add(Category{UnexpectedVersion, typ}, hub, "%s version %s, but no %s bundle was sent", typ, got, typ)
