@@ -15,7 +15,7 @@ import (
 type runConfig struct {
 	KafkaBrokers    string
 	KafkaGroupID    string
-	KafkaTopics     listFlag
+	KafkaTopics     []string
 	KafkaProperties propertyFlag
 	AutoOffsetReset string
 	TypePrefix      string
@@ -50,14 +50,13 @@ const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=
 
 // bind registers the bridge's flags on fs.
 func (c *runConfig) bind(fs *flag.FlagSet) {
-	c.KafkaTopics = listFlag{"status"}
 	c.KafkaProperties = propertyFlag{}
 	c.MaxBundleBytes = 4 << 20
 	c.MaxDeltaBytes = 1 << 20
 	c.MaxBufferedBytes = 512 << 20
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap servers, comma-separated")
 	fs.StringVar(&c.KafkaGroupID, "kafka-group-id", "stb", "Kafka consumer group")
-	fs.Var(&c.KafkaTopics, "kafka-topics", "topics to read, comma-separated; an entry starting with ^ is a regular expression")
+	fs.Var(newListValue(&c.KafkaTopics, []string{"status"}), "kafka-topics", "topics to read, comma-separated; an entry starting with ^ is a regular expression")
 	fs.Var(c.KafkaProperties, "kafka-property", "extra librdkafka property key=value (repeatable), e.g. security.protocol=SASL_SSL")
 	fs.StringVar(&c.AutoOffsetReset, "kafka-auto-offset-reset", "earliest", "where to start a partition with no stored offset: earliest or latest")
 	fs.StringVar(&c.TypePrefix, "type-prefix", transport.DefaultTypePrefix, "CloudEvents type prefix; the rest of the type is the bundle type")

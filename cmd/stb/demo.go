@@ -20,10 +20,6 @@ import (
 	"github.com/stbridge/stb/pkg/verify"
 )
 
-// demoTypesPerRound is how many bundles a simulated hub sends per round;
-// it turns --rate and --duration into a number of rounds.
-const demoTypesPerRound = 2
-
 func demoCmd(ctx context.Context, args []string) error {
 	var s simFlags
 	fs := newFlagSet("demo", "Run the whole pipeline on this machine: an embedded Kafka broker, a fresh database on the local\nPostgreSQL, simulated hubs publishing, the bridge, a progress line every second, and a final\nverification. Exit status 0 only when the database holds exactly the hubs' latest state.")
@@ -48,7 +44,8 @@ func demoCmd(ctx context.Context, args []string) error {
 		if s.cfg.Rate <= 0 {
 			return errors.New("--generations 0 needs a --rate to derive the rounds from")
 		}
-		s.cfg.Generations = max(1, int(s.cfg.Rate*duration.Seconds())/(s.cfg.Hubs*demoTypesPerRound))
+		perRound := s.cfg.MessagesPerRound() * float64(s.cfg.Hubs)
+		s.cfg.Generations = max(1, int(s.cfg.Rate*duration.Seconds()/perRound))
 	}
 	logger, err := newLogger("warn", "console")
 	if err != nil {

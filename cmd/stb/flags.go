@@ -66,7 +66,40 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// listFlag is a repeatable (and comma-separated) string flag.
+// listValue binds a repeatable, comma-separated flag to a string slice
+// with a default: the first Set replaces the default, later ones (the flag
+// repeated) append.
+type listValue struct {
+	dst *[]string
+	set bool
+}
+
+func newListValue(dst *[]string, def []string) *listValue {
+	*dst = def
+	return &listValue{dst: dst}
+}
+
+func (l *listValue) String() string {
+	if l == nil || l.dst == nil {
+		return ""
+	}
+	return strings.Join(*l.dst, ",")
+}
+
+func (l *listValue) Set(s string) error {
+	if !l.set {
+		*l.dst, l.set = nil, true
+	}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l.dst = append(*l.dst, p)
+		}
+	}
+	return nil
+}
+
+// listFlag is a repeatable (and comma-separated) string flag without a
+// default.
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }

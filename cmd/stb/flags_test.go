@@ -67,3 +67,31 @@ func TestByteSize(t *testing.T) {
 		t.Errorf("String = %q", s.String())
 	}
 }
+
+// Regression: a list flag given once used to be appended to its default,
+// so STB_KAFKA_TOPICS=status subscribed to [status status] and failed.
+func TestListFlagReplacesDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{nil, "", "status"},
+		{[]string{"--kafka-topics", "status"}, "", "status"},
+		{[]string{"--kafka-topics", "a,b", "--kafka-topics", "c"}, "", "a,b,c"},
+		{nil, "other", "other"},
+	} {
+		if tc.env != "" {
+			t.Setenv("STB_KAFKA_TOPICS", tc.env)
+		}
+		var cfg runConfig
+		fs := newFlagSet("run", "")
+		cfg.bind(fs)
+		if err := parseFlags(fs, tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(cfg.KafkaTopics, ","); got != tc.want {
+			t.Errorf("args %v env %q: topics %q, want %q", tc.args, tc.env, got, tc.want)
+		}
+	}
+}

@@ -12,8 +12,8 @@ func kafkaCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("kafka", "Run an embedded Kafka broker (franz-go's kfake) on 127.0.0.1 for local use and demos.\nIt speaks the real Kafka protocol over TCP; with --data-dir its log survives restarts.")
 	port := fs.Int("port", 9092, "TCP port on 127.0.0.1")
 	dataDir := fs.String("data-dir", ".stb/kafka", "directory holding the broker's data; empty keeps it in memory")
-	var topics listFlag = listFlag{"status"}
-	fs.Var(&topics, "topics", "topics to create, comma-separated")
+	var topics []string
+	fs.Var(newListValue(&topics, []string{"status"}), "topics", "topics to create, comma-separated")
 	partitions := fs.Int("partitions", 8, "partitions per created topic")
 	level := fs.String("log-level", "info", "log level")
 	if err := parseFlags(fs, args); err != nil {
