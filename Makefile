@@ -90,19 +90,20 @@ postgres:
 ## test: all tests with -race against a real PostgreSQL (never skipped); TESTFLAGS adds flags
 test: postgres
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
-# Hook: once the decoders have Fuzz targets, uncomment the next line for a short fuzz pass after the
-# tests (fuzz-short is a no-op while there are none).
-#	$(MAKE) --no-print-directory fuzz-short
+	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(TEST_FUZZTIME)
+
+# Each Fuzz target runs this long inside `make test`; `make fuzz-short FUZZTIME=5m` fuzzes longer.
+TEST_FUZZTIME ?= 4s
 
 ## fuzz-short: run each Fuzz target briefly (FUZZTIME, default 10s); no-op when there are none
 FUZZTIME ?= 10s
 fuzz-short: postgres
 	@found=0; \
-	for pkg in $$($(GO) list $(PKGS)); do \
-		for fn in $$($(GO) test -list '^Fuzz' "$$pkg" | grep -E '^Fuzz' || true); do \
+	for dir in $$(grep -rlE '^func Fuzz[A-Za-z0-9_]*\(' --include='*_test.go' . | xargs -r -n1 dirname | sort -u); do \
+		for fn in $$(grep -hoE '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | sed 's/^func //' | sort -u); do \
 			found=1; \
-			echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+			echo "fuzz $$dir $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$dir"; \
 		done; \
 	done; \
 	if [[ $$found == 0 ]]; then echo 'fuzz-short: no Fuzz tests found'; fi
