@@ -138,8 +138,11 @@ func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
 // it back to librdkafka.
 func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	if c.AssignmentLost() {
-		// Another member may already own them; the offset row's guard
-		// keeps a late commit of ours from moving its position.
+		// Another member may already own them. The final commit below
+		// still only stores positions whose data this replica has
+		// written, so at worst it moves the new owner's resume point
+		// back and causes a replay, which the version fence makes
+		// harmless; it never skips data.
 		r.logger.Warn("partition assignment lost", zap.Int("partitions", len(parts)))
 	}
 	// During Close the shutdown sequence has made the final commit already
