@@ -59,8 +59,11 @@ func decodeManagedClusters(data []byte) (any, error) {
 		if err := json.Unmarshal(obj, &meta); err != nil {
 			return nil, fmt.Errorf("managedclusters payload: object %d: %w", i, err)
 		}
-		if meta.Metadata.Name == "" {
-			return nil, fmt.Errorf("managedclusters payload: object %d: metadata.name is missing or empty", i)
+		if err := checkName(fmt.Sprintf("managedclusters payload: object %d: metadata.name", i), meta.Metadata.Name); err != nil {
+			return nil, err
+		}
+		if err := checkText(fmt.Sprintf("managedclusters payload: object %d: metadata.uid", i), meta.Metadata.UID); err != nil {
+			return nil, err
 		}
 		clusters[i] = ManagedCluster{Name: meta.Metadata.Name, UID: meta.Metadata.UID, Object: obj}
 	}

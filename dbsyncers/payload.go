@@ -47,8 +47,18 @@ func checkName(field, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s is missing or empty", field)
 	}
+	if len(s) > MaxNameBytes {
+		// A longer key could not be indexed (SQLSTATE 54000) and would
+		// fail in every retry; Kubernetes names are at most 253 bytes.
+		return fmt.Errorf("%s is %d bytes long, more than %d", field, len(s), MaxNameBytes)
+	}
 	return checkText(field, s)
 }
+
+// MaxNameBytes bounds names used as keys (clusters, policies, events):
+// Kubernetes object names are at most 253 bytes, and a B-tree index entry
+// must fit in a third of a page.
+const MaxNameBytes = 512
 
 // checkText returns an error if s holds a NUL character (see checkName).
 func checkText(field, s string) error {

@@ -16,7 +16,9 @@ import (
 // deadlocks (40xxx), too many connections (53300), admin shutdown and other
 // operator intervention (57xxx), insufficient resources (53xxx), and
 // anything pgconn says is safe to retry. Permanent: data exceptions (22xxx),
-// integrity violations (23xxx) and payloads a handler rejects. Unknown
+// integrity violations (23xxx), program limits such as an index entry too
+// large (54xxx: the same data fails the same way every time), and payloads
+// a handler rejects. Unknown
 // errors count as transient: a database problem must never lose a bundle,
 // and a bundle that keeps failing is visible in the retry metrics.
 func Classify(err error) conflation.Outcome {
@@ -30,7 +32,7 @@ func Classify(err error) conflation.Outcome {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch class(pgErr) {
-		case "22", "23":
+		case "22", "23", "54":
 			return conflation.Permanent
 		}
 		return conflation.Transient
@@ -58,6 +60,8 @@ func Reason(err error) string {
 			return "data_exception"
 		case "23":
 			return "integrity_violation"
+		case "54":
+			return "program_limit_exceeded"
 		}
 	}
 	return "permanent_error"

@@ -29,6 +29,7 @@ func TestClassify(t *testing.T) {
 		{"division by zero", pg("22012"), conflation.Permanent, "data_exception"},
 		{"invalid text", pg("22P02"), conflation.Permanent, "data_exception"},
 		{"unique violation", pg("23505"), conflation.Permanent, "integrity_violation"},
+		{"index row too large", pg("54000"), conflation.Permanent, "program_limit_exceeded"},
 		{"bad payload", &dbsyncers.PermanentError{Reason: "bad_payload", Err: errors.New("x")}, conflation.Permanent, "bad_payload"},
 		{"timeout", context.DeadlineExceeded, conflation.Transient, ""},
 		{"connection lost", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), conflation.Transient, ""},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/sim"
 )
 
 // stbBin is the binary under test, built once by TestMain.
@@ -325,4 +326,33 @@ func (w *versionWatch) finish(t *testing.T) {
 		t.Fatalf("bundle_versions went backwards (%d samples): %s", w.samples, strings.Join(w.errs, "; "))
 	}
 	t.Logf("bundle_versions sampled %d times, never decreased", w.samples)
+}
+
+// expectedVersions returns the versions the expected-state file holds for
+// a hub, by type, as "inc.gen".
+func (e *env) expectedVersions(path, hub string) map[string]string {
+	e.t.Helper()
+	exp, err := sim.ReadExpected(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st, ok := exp.Hubs[hub]
+	if !ok {
+		e.t.Fatalf("no hub %s in %s", hub, path)
+	}
+	out := map[string]string{}
+	for typ, v := range st.Versions {
+		out[typ] = v.String()
+	}
+	return out
+}
+
+// messages returns how many messages a simulation published.
+func (e *env) messages(path string) int {
+	e.t.Helper()
+	exp, err := sim.ReadExpected(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return exp.Messages
 }

@@ -268,15 +268,29 @@ type rejectWriter struct {
 	logger *zap.Logger
 }
 
-func (r rejectWriter) Reject(ctx context.Context, rj transport.Reject) {
-	err := r.w.Write(ctx, deadletter.Letter{
+func (r rejectWriter) Reject(ctx context.Context, rj transport.Reject) error {
+	letter := deadletter.Letter{
 		Hub: rj.Hub, Type: rj.Type, Version: rj.Version, Origin: rj.Origin,
 		Reason: rj.Reason, Err: rj.Err, Headers: rj.Headers, Data: rj.Data,
-	})
-	if err != nil {
-		r.logger.Error("dead letter not stored", zap.String("reason", rj.Reason),
+	}
+	// A database outage must not lose the dead letter: retry with backoff,
+	// holding up reading (which stops nothing that could proceed: workers
+	// cannot write either) until it is stored or the bridge stops.
+	delay := 100 * time.Millisecond
+	for {
+		err := r.w.Write(ctx, letter)
+		if err == nil {
+			return nil
+		}
+		r.logger.Warn("dead letter not stored yet, retrying", zap.String("reason", rj.Reason),
 			zap.String("topic", rj.Origin.Topic), zap.Int32("partition", rj.Origin.Partition),
-			zap.Int64("offset", rj.Origin.Offset), zap.Error(err))
+			zap.Int64("offset", rj.Origin.Offset), zap.Duration("retryIn", delay), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -41,9 +42,12 @@ func NewWriter(db DB) *Writer { return &Writer{db: db} }
 
 // Write inserts one letter.
 func (w *Writer) Write(ctx context.Context, l Letter) error {
-	headers := l.Headers
-	if headers == nil {
-		headers = map[string]string{}
+	// Everything that came from the message is cleaned and capped: a
+	// hostile message must not make its own dead letter fail (jsonb and
+	// text refuse NUL, an index entry must fit in a page).
+	headers := make(map[string]string, len(l.Headers))
+	for k, v := range l.Headers {
+		headers[capText(clean(k), maxHeaderBytes)] = capText(clean(v), maxHeaderBytes)
 	}
 	hj, err := json.Marshal(headers)
 	if err != nil {
@@ -60,8 +64,8 @@ func (w *Writer) Write(ctx context.Context, l Letter) error {
 	_, err = w.db.Exec(ctx, `
 INSERT INTO status.dead_letters (hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, data)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)`,
-		clean(l.Hub), clean(l.Type), clean(l.Version), l.Origin.Topic, l.Origin.Partition, l.Origin.Offset,
-		l.Reason, clean(msg), string(hj), data)
+		capText(clean(l.Hub), maxKeyBytes), capText(clean(l.Type), maxKeyBytes), capText(clean(l.Version), maxKeyBytes),
+		l.Origin.Topic, l.Origin.Partition, l.Origin.Offset, l.Reason, capText(clean(msg), maxHeaderBytes), string(hj), data)
 	if err != nil {
 		return fmt.Errorf("insert dead letter: %w", err)
 	}
@@ -84,6 +88,26 @@ func (w *Writer) Job(ctx context.Context, job *conflation.Job, reason string, ca
 		}
 	}
 	return nil
+}
+
+// Caps on what a dead letter keeps of text from the message: indexed
+// columns must fit in a B-tree entry; headers and error text are evidence,
+// not payload.
+const (
+	maxKeyBytes    = 512
+	maxHeaderBytes = 4 << 10
+)
+
+// capText cuts s to at most n bytes on a UTF-8 boundary, marking the cut.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // clean drops NUL bytes and invalid UTF-8, which text columns refuse: a

@@ -62,10 +62,11 @@ type testRejects struct {
 	rejects []transport.Reject
 }
 
-func (r *testRejects) Reject(_ context.Context, rej transport.Reject) {
+func (r *testRejects) Reject(_ context.Context, rej transport.Reject) error {
 	r.mu.Lock()
 	r.rejects = append(r.rejects, rej)
 	r.mu.Unlock()
+	return nil
 }
 
 func (r *testRejects) snapshot() []transport.Reject {

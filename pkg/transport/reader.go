@@ -362,7 +362,11 @@ func (r *Reader) reject(ctx context.Context, p *committer.Partition, rej *Reject
 	}
 	r.logger.Warn("message rejected", fields...)
 	if r.deps.Rejects != nil {
-		r.deps.Rejects.Reject(ctx, *rej)
+		if err := r.deps.Rejects.Reject(ctx, *rej); err != nil {
+			r.logger.Error("dead letter not stored; the offset stays uncommitted so a restart rejects the message again",
+				append(fields, zap.NamedError("deadLetterError", err))...)
+			return
+		}
 	}
 	p.Done(rej.Origin)
 }

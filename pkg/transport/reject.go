@@ -52,11 +52,13 @@ type Reject struct {
 }
 
 // Rejects receives rejected messages; the dead-letter writer implements it.
-// Reject is called from the reader's poll loop, and the message is marked
-// done once it returns: an implementation must have stored (or durably
-// queued) the dead letter by then, and must not block for long.
+// Reject is called from the reader's poll loop. Only when it returns nil
+// is the message marked done: an error (the dead letter could not be
+// stored, even after retrying) leaves the offset outstanding, so the
+// committed position stays before it and a restart rejects it again
+// rather than losing it.
 type Rejects interface {
-	Reject(ctx context.Context, r Reject)
+	Reject(ctx context.Context, r Reject) error
 }
 
 // Error describes the reject.
