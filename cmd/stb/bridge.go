@@ -139,7 +139,12 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 	if err != nil {
 		return nil, err
 	}
-	b.dispatcher, err = dispatcher.New(dispatcher.Config{Workers: cfg.DBPoolSize, JobTimeout: cfg.JobTimeout},
+	dcfg := dispatcher.Config{Workers: cfg.DBPoolSize, JobTimeout: cfg.JobTimeout}
+	if !cfg.Conflation {
+		// The baseline is a per-record sink: one transaction per message.
+		dcfg.BatchJobs = 1
+	}
+	b.dispatcher, err = dispatcher.New(dcfg,
 		b.workPool, b.manager, reg, dead, logger.Named("dispatcher"), b.registry)
 	if err != nil {
 		return nil, err
