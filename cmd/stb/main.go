@@ -28,6 +28,7 @@ func commands() []command {
 		{"simulate", "publish bundles of simulated hubs and write the expected final state", simulateCmd},
 		{"verify", "compare the database with the expected state written by simulate", verifyCmd},
 		{"demo", "embedded Kafka + local Postgres + simulate + run + verify, with live progress", demoCmd},
+		{"bench", "measure the bridge against its baseline and this machine's ceilings in named scenarios", benchCmd},
 		{"hub", "hub maintenance: hub reset NAME forgets the hub's stored versions", hubCmd},
 	}
 }
