@@ -37,6 +37,11 @@ func (q *ReadyQueue) Push(u *Unit) {
 // ctx ends.
 func (q *ReadyQueue) Pop(ctx context.Context) (*Unit, error) {
 	for {
+		// A cancelled ctx wins over a non-empty queue: stopping means no
+		// new pops, even with a backlog waiting.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if u := q.tryPop(); u != nil {
 			return u, nil
 		}

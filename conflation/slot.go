@@ -28,6 +28,9 @@ type slot struct {
 	retryAt               time.Time
 	waitingSince          time.Time // when the oldest pending bundle arrived
 	lastErr               string
+	// skipped counts how often the slot was ready but a higher-priority
+	// one was served instead; see Unit.pickLocked.
+	skipped int
 }
 
 // base returns the dependency version of the pending group (deltas).

@@ -249,7 +249,46 @@ func (u *Unit) becomeReadyLocked() bool {
 	return false
 }
 
-// Next takes the highest-priority ready work out of the unit. The unit must
+// pickLocked chooses the slot to serve: the first ready (or expired) one
+// in priority order, unless a ready slot has been passed over maxSkips
+// times, which then goes first. Strict priority alone starves the last
+// types of a hub that keeps sending heartbeats and snapshots: their
+// bundles would pin the committed offset and grow without bound. It
+// returns -1 when nothing may be served.
+func (u *Unit) pickLocked(now time.Time) (int, bool) {
+	maxSkips := len(u.slots)
+	chosen, expired, starved := -1, false, -1
+	for i := range u.slots {
+		ready := u.readyLocked(i, now)
+		exp := !ready && u.expiredLocked(i, now)
+		if !ready && !exp {
+			continue
+		}
+		if chosen < 0 {
+			chosen, expired = i, exp
+		}
+		if starved < 0 && u.slots[i].skipped >= maxSkips {
+			starved = i
+		}
+	}
+	if starved >= 0 && starved != chosen {
+		chosen, expired = starved, !u.readyLocked(starved, now)
+	}
+	if chosen < 0 {
+		return -1, false
+	}
+	for i := range u.slots {
+		if i == chosen {
+			u.slots[i].skipped = 0
+		} else if u.readyLocked(i, now) || u.expiredLocked(i, now) {
+			u.slots[i].skipped++
+		}
+	}
+	return chosen, expired
+}
+
+// Next takes the highest-priority ready work out of the unit (see
+// pickLocked for how starvation is avoided). The unit must
 // have been popped from the ready queue; it stays busy until Report.
 func (u *Unit) Next() (*Job, error) {
 	u.mu.Lock()
@@ -261,13 +300,8 @@ func (u *Unit) Next() (*Job, error) {
 	}
 	u.queued = false
 	now := u.m.cfg.Now()
-	for i := range u.slots {
-		expired := false
-		if !u.readyLocked(i, now) {
-			if expired = u.expiredLocked(i, now); !expired {
-				continue
-			}
-		}
+	i, expired := u.pickLocked(now)
+	if i >= 0 {
 		s := &u.slots[i]
 		job := &Job{Unit: u, Type: s.info.Name, Kind: s.info.Kind, Attempt: s.attempts, Expired: expired, slot: i}
 		if u.m.cfg.NoConflation {

@@ -216,3 +216,19 @@ func TestNoConflationWritesEveryBundleInOrder(t *testing.T) {
 	}
 	f.noneReady()
 }
+
+// Regression: Pop handed out queued units after its context was
+// cancelled, so on SIGTERM the workers kept draining a backlog until the
+// shutdown timeout and the final commit failed.
+func TestPopStopsWhenCancelledEvenWithUnitsQueued(t *testing.T) {
+	q := NewReadyQueue()
+	q.Push(&Unit{Hub: "a"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if u, err := q.Pop(ctx); err == nil {
+		t.Fatalf("Pop after cancel returned unit %v", u.Hub)
+	}
+	if q.Len() != 1 {
+		t.Fatalf("queue length %d, want the unit still queued", q.Len())
+	}
+}
