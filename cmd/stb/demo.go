@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -171,6 +172,9 @@ func demoCmd(ctx context.Context, args []string) error {
 		int64(read), written, read/math.Max(written, 1),
 		m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
 		m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "stale"}))
+	if exp != nil {
+		say("published per type: %s", perType(exp.MessagesByType))
+	}
 	say("freshness (event time → commit): p50 %s, p99 %s; dead letters %.0f; took %.1fs",
 		seconds(m.quantile("stb_bundle_freshness_seconds", 0.5)), seconds(m.quantile("stb_bundle_freshness_seconds", 0.99)),
 		m.sum("stb_transport_rejected_total", nil)+m.sum("stb_dispatcher_dead_letters_total", nil), time.Since(start).Seconds())
@@ -243,4 +247,18 @@ func freshDatabase(ctx context.Context, baseURL, name string) (string, error) {
 	}
 	u.Path = "/" + name
 	return u.String(), nil
+}
+
+// perType formats per-type counts in a stable order.
+func perType(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
