@@ -2,7 +2,6 @@ package dbsyncers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,28 +68,36 @@ func ClustersPolicies() Syncer {
 // taken from its last object, as a later entry of a snapshot is the later
 // state; a cluster listed twice for one policy counts once.
 func decodeClustersPolicies(data []byte) (any, error) {
-	objects, err := decodeObjects(data, true)
+	policies := []PolicyClusters{}
+	err := eachObject(data, true, func(_ int, obj []byte) error {
+		var policyID string
+		var clusters []string
+		err := members(obj, func(field string, value []byte) error {
+			switch field {
+			case "policyId":
+				return setString(&policyID, field, value)
+			case "clusters":
+				return setStrings(&clusters, field, value)
+			case "remediationAction", "resourceVersion":
+				var unused string // not stored, but must be a string
+				return setString(&unused, field, value)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := checkName("policyId", policyID); err != nil {
+			return err
+		}
+		if err := checkNames("clusters", clusters); err != nil {
+			return fmt.Errorf("policy %q: %w", policyID, err)
+		}
+		policies = append(policies, PolicyClusters{PolicyID: policyID, Clusters: sortedSet(clusters)})
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("clusterspolicies %w", err)
-	}
-	policies := make([]PolicyClusters, len(objects))
-	for i, obj := range objects {
-		var o struct {
-			PolicyID          string   `json:"policyId"`
-			Clusters          []string `json:"clusters"`
-			RemediationAction string   `json:"remediationAction"`
-			ResourceVersion   string   `json:"resourceVersion"`
-		}
-		if err := json.Unmarshal(obj, &o); err != nil {
-			return nil, fmt.Errorf("clusterspolicies payload: object %d: %w", i, err)
-		}
-		if err := checkName("policyId", o.PolicyID); err != nil {
-			return nil, fmt.Errorf("clusterspolicies payload: object %d: %w", i, err)
-		}
-		if err := checkNames("clusters", o.Clusters); err != nil {
-			return nil, fmt.Errorf("clusterspolicies payload: object %d (policy %q): %w", i, o.PolicyID, err)
-		}
-		policies[i] = PolicyClusters{PolicyID: o.PolicyID, Clusters: sortedSet(o.Clusters)}
 	}
 	return &ClustersPoliciesPayload{Policies: lastPerPolicy(policies, func(p PolicyClusters) string { return p.PolicyID })}, nil
 }

@@ -2,7 +2,6 @@ package dbsyncers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/bundle"
@@ -69,32 +68,42 @@ func Compliance() Syncer {
 // the hub saw it fail, which is the state an operator must not miss. A
 // policy listed twice is taken from its last object.
 func decodeCompliance(data []byte) (any, error) {
-	objects, err := decodeObjects(data, true)
+	policies := []PolicyCompliance{}
+	err := eachObject(data, true, func(_ int, obj []byte) error {
+		var policyID string
+		var nonCompliant, unknown []string
+		err := members(obj, func(field string, value []byte) error {
+			switch field {
+			case "policyId":
+				return setString(&policyID, field, value)
+			case "nonCompliantClusters":
+				return setStrings(&nonCompliant, field, value)
+			case "unknownComplianceClusters":
+				return setStrings(&unknown, field, value)
+			case "resourceVersion":
+				var unused string // not stored, but must be a string
+				return setString(&unused, field, value)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := checkName("policyId", policyID); err != nil {
+			return err
+		}
+		if err := checkNames("nonCompliantClusters", nonCompliant); err != nil {
+			return fmt.Errorf("policy %q: %w", policyID, err)
+		}
+		if err := checkNames("unknownComplianceClusters", unknown); err != nil {
+			return fmt.Errorf("policy %q: %w", policyID, err)
+		}
+		nc := sortedSet(nonCompliant)
+		policies = append(policies, PolicyCompliance{PolicyID: policyID, NonCompliant: nc, Unknown: without(sortedSet(unknown), nc)})
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("compliance %w", err)
-	}
-	policies := make([]PolicyCompliance, len(objects))
-	for i, obj := range objects {
-		var o struct {
-			PolicyID        string   `json:"policyId"`
-			NonCompliant    []string `json:"nonCompliantClusters"`
-			Unknown         []string `json:"unknownComplianceClusters"`
-			ResourceVersion string   `json:"resourceVersion"`
-		}
-		if err := json.Unmarshal(obj, &o); err != nil {
-			return nil, fmt.Errorf("compliance payload: object %d: %w", i, err)
-		}
-		if err := checkName("policyId", o.PolicyID); err != nil {
-			return nil, fmt.Errorf("compliance payload: object %d: %w", i, err)
-		}
-		if err := checkNames("nonCompliantClusters", o.NonCompliant); err != nil {
-			return nil, fmt.Errorf("compliance payload: object %d (policy %q): %w", i, o.PolicyID, err)
-		}
-		if err := checkNames("unknownComplianceClusters", o.Unknown); err != nil {
-			return nil, fmt.Errorf("compliance payload: object %d (policy %q): %w", i, o.PolicyID, err)
-		}
-		nc := sortedSet(o.NonCompliant)
-		policies[i] = PolicyCompliance{PolicyID: o.PolicyID, NonCompliant: nc, Unknown: without(sortedSet(o.Unknown), nc)}
 	}
 	return &CompliancePayload{Policies: lastPerPolicy(policies, func(p PolicyCompliance) string { return p.PolicyID })}, nil
 }

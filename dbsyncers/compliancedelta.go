@@ -3,7 +3,6 @@ package dbsyncers
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,44 +65,53 @@ func severity(s ComplianceState) int {
 // Within one delta a pair listed by a later object takes that object's
 // state; one listed twice by the same object takes the worse state.
 func decodeComplianceDelta(data []byte) (any, error) {
-	objects, err := decodeObjects(data, true)
-	if err != nil {
-		return nil, fmt.Errorf("compliancedelta %w", err)
-	}
 	type ranked struct {
 		ComplianceChange
 		rank int // object index, then severity: the highest wins
 	}
 	var changes []ranked
-	for i, obj := range objects {
-		var o struct {
-			PolicyID     string   `json:"policyId"`
-			Compliant    []string `json:"compliantClusters"`
-			NonCompliant []string `json:"nonCompliantClusters"`
-			Unknown      []string `json:"unknownComplianceClusters"`
+	err := eachObject(data, true, func(i int, obj []byte) error {
+		var policyID string
+		var compliant, nonCompliant, unknown []string
+		err := members(obj, func(field string, value []byte) error {
+			switch field {
+			case "policyId":
+				return setString(&policyID, field, value)
+			case "compliantClusters":
+				return setStrings(&compliant, field, value)
+			case "nonCompliantClusters":
+				return setStrings(&nonCompliant, field, value)
+			case "unknownComplianceClusters":
+				return setStrings(&unknown, field, value)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if err := json.Unmarshal(obj, &o); err != nil {
-			return nil, fmt.Errorf("compliancedelta payload: object %d: %w", i, err)
+		if err := checkName("policyId", policyID); err != nil {
+			return err
 		}
-		if err := checkName("policyId", o.PolicyID); err != nil {
-			return nil, fmt.Errorf("compliancedelta payload: object %d: %w", i, err)
-		}
-		for _, l := range []struct {
+		for _, l := range [...]struct {
 			field string
 			names []string
 			state ComplianceState
 		}{
-			{"compliantClusters", o.Compliant, Compliant},
-			{"nonCompliantClusters", o.NonCompliant, NonCompliant},
-			{"unknownComplianceClusters", o.Unknown, UnknownCompliance},
+			{"compliantClusters", compliant, Compliant},
+			{"nonCompliantClusters", nonCompliant, NonCompliant},
+			{"unknownComplianceClusters", unknown, UnknownCompliance},
 		} {
 			if err := checkNames(l.field, l.names); err != nil {
-				return nil, fmt.Errorf("compliancedelta payload: object %d (policy %q): %w", i, o.PolicyID, err)
+				return fmt.Errorf("policy %q: %w", policyID, err)
 			}
 			for _, c := range l.names {
-				changes = append(changes, ranked{ComplianceChange{o.PolicyID, c, l.state}, 4*i + severity(l.state)})
+				changes = append(changes, ranked{ComplianceChange{policyID, c, l.state}, 4*i + severity(l.state)})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compliancedelta %w", err)
 	}
 	slices.SortFunc(changes, func(a, b ranked) int {
 		return cmp.Or(compareChange(a.ComplianceChange, b.ComplianceChange), cmp.Compare(a.rank, b.rank))

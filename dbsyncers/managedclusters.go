@@ -44,28 +44,37 @@ func ManagedClusters() Syncer {
 // know survive. The result is normalised (sorted, one per name) here, in
 // the reader, so that workers holding a connection do not have to.
 func decodeManagedClusters(data []byte) (any, error) {
-	objects, err := decodeObjects(data, true)
+	clusters := []ManagedCluster{}
+	err := eachObject(data, true, func(_ int, obj []byte) error {
+		var name, uid string
+		err := members(obj, func(field string, value []byte) error {
+			if field != "metadata" {
+				return nil
+			}
+			return members(value, func(field string, value []byte) error {
+				switch field {
+				case "name":
+					return setString(&name, "metadata.name", value)
+				case "uid":
+					return setString(&uid, "metadata.uid", value)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if err := checkName("metadata.name", name); err != nil {
+			return err
+		}
+		if err := checkText("metadata.uid", uid); err != nil {
+			return err
+		}
+		clusters = append(clusters, ManagedCluster{Name: name, UID: uid, Object: obj})
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("managedclusters %w", err)
-	}
-	clusters := make([]ManagedCluster, len(objects))
-	for i, obj := range objects {
-		var meta struct {
-			Metadata struct {
-				Name string `json:"name"`
-				UID  string `json:"uid"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(obj, &meta); err != nil {
-			return nil, fmt.Errorf("managedclusters payload: object %d: %w", i, err)
-		}
-		if err := checkName(fmt.Sprintf("managedclusters payload: object %d: metadata.name", i), meta.Metadata.Name); err != nil {
-			return nil, err
-		}
-		if err := checkText(fmt.Sprintf("managedclusters payload: object %d: metadata.uid", i), meta.Metadata.UID); err != nil {
-			return nil, err
-		}
-		clusters[i] = ManagedCluster{Name: meta.Metadata.Name, UID: meta.Metadata.UID, Object: obj}
 	}
 	return &ManagedClustersPayload{Clusters: normalize(clusters)}, nil
 }

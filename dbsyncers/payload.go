@@ -1,42 +1,102 @@
 package dbsyncers
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
-// decodeObjects decodes the data every status bundle carries: a JSON object
-// whose "objects" member lists the bundle's items. It returns the items
-// undecoded, so each type decodes only what it needs and keeps the rest as
-// it came. "objects": null counts as an empty list (a Go agent marshals a
-// nil slice so); other members are ignored, so agents may add some.
+// eachObject reads the data every status bundle carries, a JSON object
+// whose "objects" member lists the bundle's items, and calls fn with each
+// item as it came, a subslice of data, so each type reads only what it
+// needs and keeps the rest. "objects": null counts as an empty list (a Go
+// agent marshals a nil slice so); other members are ignored, so agents may
+// add some; given twice, the last "objects" counts.
 //
 // A missing "objects" member is an error when required: for a complete
 // bundle an empty list deletes the hub's rows, and that must be said, not
-// inferred from a truncated or mistyped payload.
-func decodeObjects(data []byte, required bool) ([]json.RawMessage, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("payload: %w", err)
+// inferred from a truncated or mistyped payload. fn's error is returned
+// wrapped as the error of item i.
+func eachObject(data []byte, required bool, fn func(i int, obj []byte) error) error {
+	if jsonscan.IsNull(data) {
+		return errors.New("payload: want a JSON object, got null")
 	}
-	if top == nil {
-		return nil, errors.New("payload: want a JSON object, got null")
-	}
-	raw, ok := top["objects"]
-	if !ok {
-		if required {
-			return nil, errors.New(`payload: "objects" is missing`)
+	var objects []byte
+	found := false
+	err := jsonscan.Object(data, func(name, value []byte) error {
+		if string(name) == "objects" {
+			objects, found = value, true
 		}
-		return nil, nil
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("payload: %w", err)
 	}
-	var objects []json.RawMessage
-	if err := json.Unmarshal(raw, &objects); err != nil {
-		return nil, fmt.Errorf(`payload: "objects": %w`, err)
+	if !found {
+		if required {
+			return errors.New(`payload: "objects" is missing`)
+		}
+		return nil
 	}
-	return objects, nil
+	i := 0
+	err = jsonscan.Array(objects, func(obj []byte) error {
+		if err := fn(i, obj); err != nil {
+			return &objectError{i, err}
+		}
+		i++
+		return nil
+	})
+	var oe *objectError
+	switch {
+	case errors.As(err, &oe):
+		return fmt.Errorf("payload: object %d: %w", oe.i, oe.err)
+	case err != nil:
+		return fmt.Errorf(`payload: "objects": %w`, err)
+	}
+	return nil
+}
+
+// objectError carries an item's error out of the scan of "objects".
+type objectError struct {
+	i   int
+	err error
+}
+
+func (e *objectError) Error() string { return fmt.Sprintf("object %d: %v", e.i, e.err) }
+
+// members calls set with the name and value of each member of the object
+// in data (null has none), as jsonscan.Object does.
+func members(data []byte, set func(name string, value []byte) error) error {
+	return jsonscan.Object(data, func(name, value []byte) error {
+		return set(string(name), value)
+	})
+}
+
+// setString sets *dst to the string in value, leaving it alone for null
+// (as encoding/json does); the error names field.
+func setString(dst *string, field string, value []byte) error {
+	s, ok, err := jsonscan.String(value)
+	if err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	if ok {
+		*dst = s
+	}
+	return nil
+}
+
+// setStrings sets *dst to the list of strings in value, nil for null; a
+// null element is an empty string (which checkNames then rejects).
+func setStrings(dst *[]string, field string, value []byte) error {
+	list, err := jsonscan.Strings(value)
+	if err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	*dst = list
+	return nil
 }
 
 // checkName returns an error unless s can be a key column: not empty, and

@@ -3,7 +3,6 @@ package dbsyncers
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,33 +46,43 @@ func PolicyEvents() Syncer {
 // eventName identify the event and are required; time, when given and not
 // empty, is RFC 3339.
 func decodePolicyEvents(data []byte) (any, error) {
-	objects, err := decodeObjects(data, true)
-	if err != nil {
-		return nil, fmt.Errorf("policyevents %w", err)
-	}
-	events := make([]PolicyEvent, len(objects))
-	for i, obj := range objects {
-		var o struct {
-			PolicyID    string `json:"policyId"`
-			ClusterName string `json:"clusterName"`
-			EventName   string `json:"eventName"`
-			Reason      string `json:"reason"`
-			Message     string `json:"message"`
-			Time        string `json:"time"`
+	events := []PolicyEvent{}
+	err := eachObject(data, true, func(_ int, obj []byte) error {
+		var e PolicyEvent
+		var eventTime string
+		err := members(obj, func(field string, value []byte) error {
+			switch field {
+			case "policyId":
+				return setString(&e.PolicyID, field, value)
+			case "clusterName":
+				return setString(&e.ClusterName, field, value)
+			case "eventName":
+				return setString(&e.EventName, field, value)
+			case "reason":
+				return setString(&e.Reason, field, value)
+			case "message":
+				return setString(&e.Message, field, value)
+			case "time":
+				return setString(&eventTime, field, value)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if err := json.Unmarshal(obj, &o); err != nil {
-			return nil, fmt.Errorf("policyevents payload: object %d: %w", i, err)
-		}
-		e := PolicyEvent{PolicyID: o.PolicyID, ClusterName: o.ClusterName, EventName: o.EventName, Reason: o.Reason, Message: o.Message}
 		if err := checkEvent(e); err != nil {
-			return nil, fmt.Errorf("policyevents payload: object %d: %w", i, err)
+			return err
 		}
-		if o.Time != "" {
-			if e.Time, err = time.Parse(time.RFC3339, o.Time); err != nil {
-				return nil, fmt.Errorf("policyevents payload: object %d: time: %w", i, err)
+		if eventTime != "" {
+			if e.Time, err = time.Parse(time.RFC3339, eventTime); err != nil {
+				return fmt.Errorf("time: %w", err)
 			}
 		}
-		events[i] = e
+		events = append(events, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("policyevents %w", err)
 	}
 	return &PolicyEventsPayload{Events: firstPerEvent(events)}, nil
 }
@@ -126,7 +135,7 @@ ON CONFLICT (hub, policy_id, cluster_name, event_name) DO NOTHING`
 // bundles, in order, with one INSERT. An event without a time of its own
 // gets the time its bundle was produced, or none if that is unknown too.
 func handlePolicyEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
-	var events []PolicyEvent
+	events := []PolicyEvent{}
 	for _, b := range bundles {
 		p, err := payloadOf[PolicyEventsPayload](b)
 		if err != nil {
