@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // PolicyClusters is one policy of a clusterspolicies bundle: the clusters
@@ -69,18 +70,19 @@ func ClustersPolicies() Syncer {
 // state; a cluster listed twice for one policy counts once.
 func decodeClustersPolicies(data []byte) (any, error) {
 	policies := []PolicyClusters{}
-	err := eachObject(data, true, func(_ int, obj []byte) error {
+	reset := func() { policies = policies[:0] }
+	err := eachObject(data, true, reset, func(_ int, d *jsonscan.Decoder) error {
 		var policyID string
 		var clusters []string
-		err := members(obj, func(field string, value []byte) error {
-			switch field {
+		err := d.Object(func(field []byte) error {
+			switch string(field) {
 			case "policyId":
-				return setString(&policyID, field, value)
+				return setString(d, &policyID, "policyId")
 			case "clusters":
-				return setStrings(&clusters, field, value)
+				return setStrings(d, &clusters, "clusters")
 			case "remediationAction", "resourceVersion":
 				var unused string // not stored, but must be a string
-				return setString(&unused, field, value)
+				return setString(d, &unused, string(field))
 			}
 			return nil
 		})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // ComplianceState is how one cluster complies with one policy.
@@ -69,20 +70,21 @@ func Compliance() Syncer {
 // policy listed twice is taken from its last object.
 func decodeCompliance(data []byte) (any, error) {
 	policies := []PolicyCompliance{}
-	err := eachObject(data, true, func(_ int, obj []byte) error {
+	reset := func() { policies = policies[:0] }
+	err := eachObject(data, true, reset, func(_ int, d *jsonscan.Decoder) error {
 		var policyID string
 		var nonCompliant, unknown []string
-		err := members(obj, func(field string, value []byte) error {
-			switch field {
+		err := d.Object(func(field []byte) error {
+			switch string(field) {
 			case "policyId":
-				return setString(&policyID, field, value)
+				return setString(d, &policyID, "policyId")
 			case "nonCompliantClusters":
-				return setStrings(&nonCompliant, field, value)
+				return setStrings(d, &nonCompliant, "nonCompliantClusters")
 			case "unknownComplianceClusters":
-				return setStrings(&unknown, field, value)
+				return setStrings(d, &unknown, "unknownComplianceClusters")
 			case "resourceVersion":
 				var unused string // not stored, but must be a string
-				return setString(&unused, field, value)
+				return setString(d, &unused, "resourceVersion")
 			}
 			return nil
 		})

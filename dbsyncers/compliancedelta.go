@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // ComplianceChange is one (policy, cluster) pair of a compliance delta and
@@ -70,19 +71,20 @@ func decodeComplianceDelta(data []byte) (any, error) {
 		rank int // object index, then severity: the highest wins
 	}
 	var changes []ranked
-	err := eachObject(data, true, func(i int, obj []byte) error {
+	reset := func() { changes = changes[:0] }
+	err := eachObject(data, true, reset, func(i int, d *jsonscan.Decoder) error {
 		var policyID string
 		var compliant, nonCompliant, unknown []string
-		err := members(obj, func(field string, value []byte) error {
-			switch field {
+		err := d.Object(func(field []byte) error {
+			switch string(field) {
 			case "policyId":
-				return setString(&policyID, field, value)
+				return setString(d, &policyID, "policyId")
 			case "compliantClusters":
-				return setStrings(&compliant, field, value)
+				return setStrings(d, &compliant, "compliantClusters")
 			case "nonCompliantClusters":
-				return setStrings(&nonCompliant, field, value)
+				return setStrings(d, &nonCompliant, "nonCompliantClusters")
 			case "unknownComplianceClusters":
-				return setStrings(&unknown, field, value)
+				return setStrings(d, &unknown, "unknownComplianceClusters")
 			}
 			return nil
 		})

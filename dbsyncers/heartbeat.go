@@ -26,7 +26,7 @@ func Heartbeat() Syncer {
 // decodeHeartbeat accepts {} and {"objects":[...]}, the two forms agents
 // send; the objects, if any, are ignored.
 func decodeHeartbeat(data []byte) (any, error) {
-	if err := eachObject(data, false, func(int, []byte) error { return nil }); err != nil {
+	if err := eachObject(data, false, func() {}, nil); err != nil {
 		return nil, fmt.Errorf("heartbeat %w", err)
 	}
 	return &HeartbeatPayload{}, nil

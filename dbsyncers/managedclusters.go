@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // ManagedCluster is one Kubernetes ManagedCluster object as a hub reported
@@ -45,20 +46,23 @@ func ManagedClusters() Syncer {
 // the reader, so that workers holding a connection do not have to.
 func decodeManagedClusters(data []byte) (any, error) {
 	clusters := []ManagedCluster{}
-	err := eachObject(data, true, func(_ int, obj []byte) error {
+	reset := func() { clusters = clusters[:0] }
+	err := eachObject(data, true, reset, func(_ int, d *jsonscan.Decoder) error {
 		var name, uid string
-		err := members(obj, func(field string, value []byte) error {
-			if field != "metadata" {
-				return nil
-			}
-			return members(value, func(field string, value []byte) error {
-				switch field {
-				case "name":
-					return setString(&name, "metadata.name", value)
-				case "uid":
-					return setString(&uid, "metadata.uid", value)
+		obj, err := d.Span(func() error {
+			return d.Object(func(field []byte) error {
+				if string(field) != "metadata" {
+					return nil
 				}
-				return nil
+				return d.Object(func(field []byte) error {
+					switch string(field) {
+					case "name":
+						return setString(d, &name, "metadata.name")
+					case "uid":
+						return setString(d, &uid, "metadata.uid")
+					}
+					return nil
+				})
 			})
 		})
 		if err != nil {

@@ -10,75 +10,74 @@ import (
 )
 
 // eachObject reads the data every status bundle carries, a JSON object
-// whose "objects" member lists the bundle's items, and calls fn with each
-// item as it came, a subslice of data, so each type reads only what it
-// needs and keeps the rest. "objects": null counts as an empty list (a Go
-// agent marshals a nil slice so); other members are ignored, so agents may
-// add some; given twice, the last "objects" counts.
+// whose "objects" member lists the bundle's items, in one pass: fn is
+// called with the decoder positioned at each item, reads what its type
+// needs and leaves the rest to be skipped, so that the items can be kept
+// as they came (as subslices of data) or reduced to a few fields.
+// "objects": null counts as an empty list (a Go agent marshals a nil slice
+// so); other members are ignored, so agents may add some. When "objects"
+// is given twice the last one counts: reset is called before its items,
+// to drop what fn kept of the earlier ones.
 //
 // A missing "objects" member is an error when required: for a complete
 // bundle an empty list deletes the hub's rows, and that must be said, not
 // inferred from a truncated or mistyped payload. fn's error is returned
-// wrapped as the error of item i.
-func eachObject(data []byte, required bool, fn func(i int, obj []byte) error) error {
+// as the error of item i. A nil fn skips the items (still validating them).
+func eachObject(data []byte, required bool, reset func(), fn func(i int, d *jsonscan.Decoder) error) error {
 	if jsonscan.IsNull(data) {
 		return errors.New("payload: want a JSON object, got null")
 	}
-	var objects []byte
+	d := jsonscan.NewDecoder(data)
 	found := false
-	err := jsonscan.Object(data, func(name, value []byte) error {
-		if string(name) == "objects" {
-			objects, found = value, true
+	err := d.Object(func(name []byte) error {
+		if string(name) != "objects" {
+			return nil
 		}
-		return nil
+		if found {
+			reset()
+		}
+		found = true
+		i := 0
+		err := d.Array(func() error {
+			if fn == nil {
+				return nil // the items are skipped
+			}
+			if err := fn(i, d); err != nil {
+				return &objectError{i, err}
+			}
+			i++
+			return nil
+		})
+		if _, ok := err.(*objectError); err != nil && !ok {
+			return fmt.Errorf(`"objects": %w`, err)
+		}
+		return err
 	})
+	if err == nil {
+		err = d.Done()
+	}
 	if err != nil {
 		return fmt.Errorf("payload: %w", err)
 	}
-	if !found {
-		if required {
-			return errors.New(`payload: "objects" is missing`)
-		}
-		return nil
-	}
-	i := 0
-	err = jsonscan.Array(objects, func(obj []byte) error {
-		if err := fn(i, obj); err != nil {
-			return &objectError{i, err}
-		}
-		i++
-		return nil
-	})
-	var oe *objectError
-	switch {
-	case errors.As(err, &oe):
-		return fmt.Errorf("payload: object %d: %w", oe.i, oe.err)
-	case err != nil:
-		return fmt.Errorf(`payload: "objects": %w`, err)
+	if !found && required {
+		return errors.New(`payload: "objects" is missing`)
 	}
 	return nil
 }
 
-// objectError carries an item's error out of the scan of "objects".
+// objectError is the error of item i of a bundle's "objects".
 type objectError struct {
 	i   int
 	err error
 }
 
 func (e *objectError) Error() string { return fmt.Sprintf("object %d: %v", e.i, e.err) }
+func (e *objectError) Unwrap() error { return e.err }
 
-// members calls set with the name and value of each member of the object
-// in data (null has none), as jsonscan.Object does.
-func members(data []byte, set func(name string, value []byte) error) error {
-	return jsonscan.Object(data, func(name, value []byte) error {
-		return set(string(name), value)
-	})
-}
-
-// setString sets *dst to the string in value, leaving it alone for null
-// (as encoding/json does); the error names field.
-func setString(dst *string, field string, value []byte) error {
-	s, ok, err := jsonscan.String(value)
+// setString reads a string into *dst, leaving it alone for null (as
+// encoding/json does); the error names field.
+func setString(d *jsonscan.Decoder, dst *string, field string) error {
+	s, ok, err := d.String()
 	if err != nil {
 		return fmt.Errorf("%s: %w", field, err)
 	}
@@ -88,10 +87,10 @@ func setString(dst *string, field string, value []byte) error {
 	return nil
 }
 
-// setStrings sets *dst to the list of strings in value, nil for null; a
-// null element is an empty string (which checkNames then rejects).
-func setStrings(dst *[]string, field string, value []byte) error {
-	list, err := jsonscan.Strings(value)
+// setStrings reads a list of strings into *dst, nil for null; a null
+// element is an empty string (which checkNames then rejects).
+func setStrings(d *jsonscan.Decoder, dst *[]string, field string) error {
+	list, err := d.Strings()
 	if err != nil {
 		return fmt.Errorf("%s: %w", field, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // PolicyEvent is one event of a policy on one cluster, as a hub reported
@@ -47,23 +48,24 @@ func PolicyEvents() Syncer {
 // empty, is RFC 3339.
 func decodePolicyEvents(data []byte) (any, error) {
 	events := []PolicyEvent{}
-	err := eachObject(data, true, func(_ int, obj []byte) error {
+	reset := func() { events = events[:0] }
+	err := eachObject(data, true, reset, func(_ int, d *jsonscan.Decoder) error {
 		var e PolicyEvent
 		var eventTime string
-		err := members(obj, func(field string, value []byte) error {
-			switch field {
+		err := d.Object(func(field []byte) error {
+			switch string(field) {
 			case "policyId":
-				return setString(&e.PolicyID, field, value)
+				return setString(d, &e.PolicyID, "policyId")
 			case "clusterName":
-				return setString(&e.ClusterName, field, value)
+				return setString(d, &e.ClusterName, "clusterName")
 			case "eventName":
-				return setString(&e.EventName, field, value)
+				return setString(d, &e.EventName, "eventName")
 			case "reason":
-				return setString(&e.Reason, field, value)
+				return setString(d, &e.Reason, "reason")
 			case "message":
-				return setString(&e.Message, field, value)
+				return setString(d, &e.Message, "message")
 			case "time":
-				return setString(&eventTime, field, value)
+				return setString(d, &eventTime, "time")
 			}
 			return nil
 		})

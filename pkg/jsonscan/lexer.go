@@ -45,9 +45,9 @@ func scanValue(data []byte, i, depth int) (int, error) {
 		end, _, err := scanString(data, i)
 		return end, err
 	case c == '{':
-		return scanObject(data, i, depth+1, nil)
+		return scanObject(data, i, depth+1)
 	case c == '[':
-		return scanArray(data, i, depth+1, nil)
+		return scanArray(data, i, depth+1)
 	case c == 't':
 		return scanLiteral(data, i, "true")
 	case c == 'f':
@@ -61,9 +61,8 @@ func scanValue(data []byte, i, depth int) (int, error) {
 }
 
 // scanObject validates the object whose brace is at data[i] and returns the
-// offset past it, calling fn, when not nil, with each member's quoted name,
-// whether the name has escapes, and its value.
-func scanObject(data []byte, i, depth int, fn func(name []byte, escaped bool, value []byte) error) (int, error) {
+// offset past it.
+func scanObject(data []byte, i, depth int) (int, error) {
 	if depth > MaxDepth {
 		return i, &SyntaxError{i, "exceeded max depth"}
 	}
@@ -75,24 +74,17 @@ func scanObject(data []byte, i, depth int, fn func(name []byte, escaped bool, va
 		if i >= len(data) || data[i] != '"' {
 			return i, errAt(data, i, "looking for beginning of object key string")
 		}
-		end, escaped, err := scanString(data, i)
+		end, _, err := scanString(data, i)
 		if err != nil {
 			return end, err
 		}
-		name := data[i:end]
 		i = ws(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return i, errAt(data, i, "after object key")
 		}
 		i = ws(data, i+1)
-		vstart := i
 		if i, err = scanValue(data, i, depth); err != nil {
 			return i, err
-		}
-		if fn != nil {
-			if err := fn(name, escaped, data[vstart:i]); err != nil {
-				return i, err
-			}
 		}
 		i = ws(data, i)
 		if i >= len(data) {
@@ -110,8 +102,8 @@ func scanObject(data []byte, i, depth int, fn func(name []byte, escaped bool, va
 }
 
 // scanArray validates the array whose bracket is at data[i] and returns the
-// offset past it, calling fn, when not nil, with each element.
-func scanArray(data []byte, i, depth int, fn func(value []byte) error) (int, error) {
+// offset past it.
+func scanArray(data []byte, i, depth int) (int, error) {
 	if depth > MaxDepth {
 		return i, &SyntaxError{i, "exceeded max depth"}
 	}
@@ -120,15 +112,9 @@ func scanArray(data []byte, i, depth int, fn func(value []byte) error) (int, err
 		return i + 1, nil
 	}
 	for {
-		vstart := i
 		var err error
 		if i, err = scanValue(data, i, depth); err != nil {
 			return i, err
-		}
-		if fn != nil {
-			if err := fn(data[vstart:i]); err != nil {
-				return i, err
-			}
 		}
 		i = ws(data, i)
 		if i >= len(data) {

@@ -3,7 +3,6 @@ package jsonscan
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 )
 
 // MaxDepth is the deepest nesting accepted, the same as encoding/json's.
@@ -33,60 +32,60 @@ func (e *TypeError) Error() string { return fmt.Sprintf("want %s, got %s", e.Wan
 // hold one JSON value and nothing else but whitespace. The scan is a single
 // pass: fn may have been called for the members before a syntax error that
 // Object then returns, so a caller should only record what it is given
-// until Object returns nil. name is only valid during the call (it is
-// unquoted into a scratch buffer when it has escapes); value is a subslice
-// of data with no surrounding whitespace. An error from fn stops the scan
-// and is returned as is.
+// until Object returns nil. name is only valid during the call; value is a
+// subslice of data without surrounding whitespace. An error from fn stops
+// the scan and is returned as is.
 func Object(data []byte, fn func(name, value []byte) error) error {
-	i := ws(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return notA(data, i, "object")
-	}
-	var scratch []byte
-	end, err := scanObject(data, i, 1, func(name []byte, escaped bool, value []byte) error {
-		if escaped || !utf8.Valid(name) {
-			scratch = unquoteInto(scratch[:0], name)
-			name = scratch
-		} else {
-			name = name[1 : len(name)-1]
+	d := Decoder{data: data}
+	err := d.Object(func(name []byte) error {
+		value, err := d.Raw()
+		if err != nil {
+			return err
 		}
 		return fn(name, value)
 	})
 	if err != nil {
 		return err
 	}
-	return trailing(data, end)
+	return d.Done()
 }
 
 // Array calls fn with the raw value of each element of the array in data,
 // in order; null is an array without elements. The rules of Object apply.
 func Array(data []byte, fn func(value []byte) error) error {
-	i := ws(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return notA(data, i, "array")
-	}
-	end, err := scanArray(data, i, 1, fn)
+	d := Decoder{data: data}
+	err := d.Array(func() error {
+		value, err := d.Raw()
+		if err != nil {
+			return err
+		}
+		return fn(value)
+	})
 	if err != nil {
 		return err
 	}
-	return trailing(data, end)
+	return d.Done()
 }
 
-// notA returns the error for a value at data[i] that is not the kind
-// wanted: nil for null, a TypeError for another valid value, or the
-// SyntaxError that makes it invalid.
-func notA(data []byte, i int, want string) error {
-	end, err := scanValue(data, i, 0)
+// String returns the string in data, unquoted, and ok=false for null. It
+// shares no memory with data.
+func String(data []byte) (s string, ok bool, err error) {
+	d := Decoder{data: data}
+	if s, ok, err = d.String(); err != nil {
+		return "", false, err
+	}
+	return s, ok, d.Done()
+}
+
+// Strings returns the array of strings in data, nil for null. A null
+// element is an empty string.
+func Strings(data []byte) ([]string, error) {
+	d := Decoder{data: data}
+	list, err := d.Strings()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := trailing(data, end); err != nil {
-		return err
-	}
-	if data[i] == 'n' {
-		return nil // null has no members or elements
-	}
-	return &TypeError{Want: want, Got: kind(data[i])}
+	return list, d.Done()
 }
 
 func trailing(data []byte, end int) error {
@@ -94,48 +93,6 @@ func trailing(data []byte, end int) error {
 		return &SyntaxError{j, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[j]))}
 	}
 	return nil
-}
-
-// String returns the string in data, unquoted, and ok=false for null. It
-// shares no memory with data.
-func String(data []byte) (s string, ok bool, err error) {
-	i := ws(data, 0)
-	if i >= len(data) || data[i] != '"' {
-		return "", false, notA(data, i, "string")
-	}
-	end, escaped, err := scanString(data, i)
-	if err != nil {
-		return "", false, err
-	}
-	if err := trailing(data, end); err != nil {
-		return "", false, err
-	}
-	content := data[i+1 : end-1]
-	if !escaped && utf8.Valid(content) {
-		return string(content), true, nil
-	}
-	return string(unquoteInto(nil, data[i:end])), true, nil
-}
-
-// Strings returns the array of strings in data, nil for null. A null
-// element is an empty string.
-func Strings(data []byte) ([]string, error) {
-	var out []string
-	err := Array(data, func(v []byte) error {
-		s, _, err := String(v)
-		if err != nil {
-			return err
-		}
-		out = append(out, s)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if out == nil && !IsNull(data) {
-		out = []string{}
-	}
-	return out, nil
 }
 
 // IsNull reports whether data is the literal null, with optional

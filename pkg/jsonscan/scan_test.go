@@ -118,6 +118,17 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 		t.Fatalf("Strings(%q) = %#v, encoding/json %#v", data, list, wantList)
 	}
 
+	for _, leave := range []bool{false, true} {
+		d := NewDecoder(data)
+		err := walk(d, leave)
+		if err == nil {
+			err = d.Done()
+		}
+		if (err == nil) != json.Valid(data) {
+			t.Fatalf("walking %q (leaving every other value: %v): %v; json.Valid %v", data, leave, err, json.Valid(data))
+		}
+	}
+
 	if got, want := IsNull(data), bytes.Equal(bytes.TrimLeft(bytes.TrimRight(data, " \t\r\n"), " \t\r\n"), []byte("null")); got != want {
 		t.Fatalf("IsNull(%q) = %v, want %v", data, got, want)
 	}
@@ -173,4 +184,27 @@ func TestEscapedNameScratch(t *testing.T) {
 	if want := []string{"name", "x", "été", "ab"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("names = %q, want %q", names, want)
 	}
+}
+
+// walk reads the value at d's position with the read method of its kind,
+// all the way down, or, with leave, leaves every other member and element
+// for the decoder to skip.
+func walk(d *Decoder, leave bool) error {
+	n := 0
+	visit := func() error {
+		if n++; leave && n%2 == 0 {
+			return nil
+		}
+		return walk(d, leave)
+	}
+	switch d.next() {
+	case '{':
+		return d.Object(func([]byte) error { return visit() })
+	case '[':
+		return d.Array(visit)
+	case '"':
+		_, _, err := d.String()
+		return err
+	}
+	return d.Skip()
 }
