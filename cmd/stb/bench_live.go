@@ -40,7 +40,10 @@ func (e *benchEnv) startLive(ctx context.Context, label, dbName string, conflati
 		return nil, err
 	}
 	cfg := e.simConfig(topic, rate*e.cfg.Duration.Seconds())
-	cfg.Rate = rate
+	// A producer that cannot keep up with the rate on this machine still
+	// stops at the end of the window, after a complete round, so that the
+	// run can be verified.
+	cfg.Rate, cfg.Duration = rate, e.cfg.Duration
 	p, err := startProducer(e.brokers, cfg)
 	if err != nil {
 		_ = bb.stop()

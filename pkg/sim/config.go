@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 )
 
 // Defaults applied by Run to zero-valued Config fields.
@@ -60,6 +61,11 @@ type Config struct {
 	// Rate is the number of messages per second over all hubs; 0 sends as
 	// fast as the publisher takes them.
 	Rate float64
+	// Duration, when positive, ends the run early: after the round during
+	// which it has passed since the start, even if fewer than Generations
+	// rounds were sent. A live load whose publisher cannot keep up with
+	// Rate then still ends on time, with a complete Expected.
+	Duration time.Duration
 	// RestartProbability is the chance per hub and round (after the first)
 	// that the hub's agent restarts: its incarnation goes up by one and its
 	// generation counter starts again. 0 means DefaultRestartProbability.
@@ -109,6 +115,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Generations < 1 {
 		errs = append(errs, fmt.Errorf("generations must be at least 1, got %d", c.Generations))
+	}
+	if c.Duration < 0 {
+		errs = append(errs, fmt.Errorf("duration must not be negative, got %s", c.Duration))
 	}
 	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
 		errs = append(errs, fmt.Errorf("rate must be a finite number of messages per second, at least 0, got %v", c.Rate))

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stbridge/stb/pkg/bundle"
 )
@@ -316,4 +317,22 @@ func TestRunExpectedMatchesReplay(t *testing.T) {
 				exp.Messages, exp.MessagesByType, len(final), exp.ComplianceRows(), exp.PolicyEvents())
 		})
 	}
+}
+
+// TestRunDurationEndsAfterARound: a run cut short by Duration ends after a
+// whole round, and its Expected is the state of the rounds it sent.
+func TestRunDurationEndsAfterARound(t *testing.T) {
+	cfg := Config{Hubs: 4, Clusters: 5, Generations: 100000, Seed: 30, Rate: 4000, Duration: 300 * time.Millisecond}
+	exp, rec := run(t, cfg)
+	if exp.Generations < 2 || exp.Generations >= cfg.Generations {
+		t.Fatalf("sent %d rounds; want the run cut short by its Duration after a few", exp.Generations)
+	}
+	if exp.Messages != len(rec.msgs) {
+		t.Errorf("Expected counts %d messages, %d were published", exp.Messages, len(rec.msgs))
+	}
+	last := rec.msgs[len(rec.msgs)-1]
+	if lastHub := cfg.withDefaults().hubName(cfg.Hubs - 1); last.Hub != lastHub {
+		t.Errorf("the last message is a %s of %s, not of the last hub %s: the round was cut", last.Type, last.Hub, lastHub)
+	}
+	replay(t, rec.msgs).check(exp)
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Run simulates cfg.Hubs hubs for cfg.Generations rounds, sending every
+// Run simulates cfg.Hubs hubs for cfg.Generations rounds (fewer when
+// cfg.Duration ends it first; Expected.Generations says how many), sending every
 // message to pub, and returns the state the database must hold once the
 // bridge has written them all.
 //
@@ -38,8 +39,13 @@ func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)
 		Hubs:           make(map[string]*HubState, len(hubs)),
 	}
 	lim := newLimiter(cfg.Rate, time.Now)
+	start := time.Now()
 
 	for round := 1; round <= cfg.Generations; round++ {
+		if cfg.Duration > 0 && round > 1 && time.Since(start) >= cfg.Duration {
+			exp.Generations = round - 1
+			break
+		}
 		for _, h := range hubs {
 			msgs, err := h.step(round)
 			if err != nil {
