@@ -29,10 +29,10 @@ type readResult struct {
 }
 
 // readAndDecode is the read ceiling: a confluent consumer in a fresh
-// group with the reader's librdkafka settings, and transport.Decode on
-// every message, on one goroutine like the reader's poll loop, writing
-// nothing. It reads until it has seen total messages. Accepted bundles go
-// to keep when it is not nil.
+// group with the reader's librdkafka settings, polling on one goroutine and
+// calling transport.Decode on every message on another, like the reader,
+// writing nothing. It reads until it has seen total messages. Accepted
+// bundles go to keep when it is not nil.
 func readAndDecode(ctx context.Context, brokers string, topics []string, group string, total int64,
 	rules transport.Rules, keep *finalState, progress func(read int64, elapsed time.Duration),
 ) (readResult, error) {
@@ -58,6 +58,32 @@ func readAndDecode(ctx context.Context, brokers string, topics []string, group s
 		return readResult{}, fmt.Errorf("read ceiling subscribe: %w", err)
 	}
 	var res readResult
+	// The decoding goroutine, fed like the reader's (transport.Reader).
+	queue := make(chan *kafka.Message, 256)
+	var rejected int64
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		for msg := range queue {
+			b, rej := transport.Decode(msg, rules, time.Now())
+			if rej != nil {
+				rejected++
+				continue
+			}
+			if keep != nil {
+				keep.add(b)
+			}
+		}
+	}()
+	drain := func() {
+		if queue != nil {
+			close(queue)
+			<-decoded
+			queue = nil
+			res.Rejected = rejected
+		}
+	}
+	defer drain()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	pollMs := int(readPollTimeout.Milliseconds())
@@ -82,20 +108,14 @@ func readAndDecode(ctx context.Context, brokers string, topics []string, group s
 			}
 			res.Messages++
 			res.Bytes += int64(len(ev.Value))
-			b, rej := transport.Decode(ev, rules, time.Now())
-			if rej != nil {
-				res.Rejected++
-				continue
-			}
-			if keep != nil {
-				keep.add(b)
-			}
+			queue <- ev
 		case kafka.Error:
 			if ev.IsFatal() {
 				return res, fmt.Errorf("read ceiling: %w", ev)
 			}
 		}
 	}
+	drain()
 	res.Elapsed = time.Since(start)
 	if res.Rejected > 0 {
 		return res, errors.New("read ceiling: some messages were rejected; the backlog is not what the bench produced")

@@ -92,6 +92,17 @@ type Reader struct {
 	fatal     error // ends Run: an assignment failed or the client is dead
 	paused    bool  // backpressure paused every assigned partition
 
+	// The poll loop registers each message with its partition and hands
+	// it to the decoding goroutine through decodeQ, so that polling
+	// (librdkafka copying messages into Go) and decoding run on two cores.
+	// pending counts messages sent and not yet decoded and handed on:
+	// Add on the poll loop, Wait under runMu (the revocation), Done on the
+	// decoding goroutine. queuedBytes is their data, counted by
+	// backpressure like the bytes the units hold.
+	decodeQ     chan polled
+	pending     sync.WaitGroup
+	queuedBytes atomic.Int64
+
 	wm    watermarks
 	stats *statsMetrics
 
@@ -105,6 +116,19 @@ type Reader struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// polled is a message the poll loop registered with its partition, on its
+// way to the decoding goroutine.
+type polled struct {
+	msg *kafka.Message
+	p   *committer.Partition
+	tc  *topicCounters
+}
+
+// decodeQueueLength bounds the messages between the poll loop and the
+// decoding goroutine: enough to ride out a slow message, few enough that
+// their bytes stay small next to --max-buffered-bytes.
+const decodeQueueLength = 256
 
 type partitionKey struct {
 	topic     string
@@ -207,6 +231,18 @@ func (r *Reader) Run(ctx context.Context) error {
 	r.logger.Info("reading", zap.Strings("topics", r.cfg.Topics), zap.String("group", r.cfg.GroupID),
 		zap.String("clusterId", id))
 
+	r.decodeQ = make(chan polled, decodeQueueLength)
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		r.decodeLoop(ctx)
+	}()
+	// Everything polled is decoded and handed on before Run returns.
+	defer func() {
+		close(r.decodeQ)
+		<-decoded
+	}()
+
 	pollMs := int(r.cfg.PollTimeout.Milliseconds())
 	for ctx.Err() == nil && !r.closing.Load() && r.fatal == nil {
 		switch ev := r.consumer.Poll(pollMs).(type) {
@@ -240,7 +276,7 @@ func (r *Reader) backpressure() {
 	if limit <= 0 || r.deps.Buffer == nil {
 		return
 	}
-	held := r.deps.Buffer.HeldBytes()
+	held := r.deps.Buffer.HeldBytes() + r.queuedBytes.Load()
 	switch {
 	case !r.paused && held > limit:
 		parts, err := r.consumer.Assignment()
@@ -300,9 +336,9 @@ func (r *Reader) fetchClusterID(ctx context.Context) (string, error) {
 	}
 }
 
-// handle turns one message into a bundle for the sink, or rejects it. It
-// runs for every message: no logging and no allocation beyond the decoding
-// on the accepted path.
+// handle registers one message with its partition and queues it for the
+// decoding goroutine. It runs on the poll loop for every message: no
+// logging and no allocation.
 func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 	r.read.Add(1)
 	tp := msg.TopicPartition
@@ -330,14 +366,41 @@ func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 		tc = r.metrics.forTopic(topic)
 		r.topics[topic] = tc
 	}
-	b, rej := Decode(msg, r.rules, time.Now())
+	size := int64(len(msg.Value))
+	r.pending.Add(1)
+	r.queuedBytes.Add(size)
+	select {
+	case r.decodeQ <- polled{msg, p, tc}:
+	case <-ctx.Done():
+		// Stopping: the message stays read and not done, so the committed
+		// position stays before it and a restart reads it again.
+		r.queuedBytes.Add(-size)
+		r.pending.Done()
+	}
+}
+
+// decodeLoop decodes the queued messages in the order they were polled
+// (so each partition's bundles reach the sink in offset order) until the
+// queue is closed.
+func (r *Reader) decodeLoop(ctx context.Context) {
+	for it := range r.decodeQ {
+		r.decode(ctx, it)
+		r.queuedBytes.Add(-int64(len(it.msg.Value)))
+		r.pending.Done()
+	}
+}
+
+// decode turns one message into a bundle for the sink, or rejects it. No
+// logging and no allocation beyond the decoding on the accepted path.
+func (r *Reader) decode(ctx context.Context, it polled) {
+	b, rej := Decode(it.msg, r.rules, time.Now())
 	if rej != nil {
-		r.reject(ctx, p, rej, tc)
+		r.reject(ctx, it.p, rej, it.tc)
 		return
 	}
 	r.accepted.Add(1)
-	tc.accepted.Inc()
-	b.Track(p)
+	it.tc.accepted.Inc()
+	b.Track(it.p)
 	r.deps.Sink.Insert(b)
 }
 

@@ -145,6 +145,10 @@ func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 		// harmless; it never skips data.
 		r.logger.Warn("partition assignment lost", zap.Int("partitions", len(parts)))
 	}
+	// The final positions must account for every message polled so far:
+	// wait until the decoding goroutine has handed them all on (or
+	// dead-lettered them). During Close, Run has already drained it.
+	r.pending.Wait()
 	// During Close the shutdown sequence has made the final commit already
 	// and may have closed the database pool since.
 	commit := !r.closing.Load()
