@@ -34,14 +34,16 @@ func testDecoders() transport.Decoders {
 }
 
 // testSink records inserted bundles; when release is set it releases each
-// one at once, as if written.
+// one at once, as if written. delay makes each insert that slow.
 type testSink struct {
 	release bool
+	delay   time.Duration
 	mu      sync.Mutex
 	bundles []*bundle.Bundle
 }
 
 func (s *testSink) Insert(b *bundle.Bundle) {
+	time.Sleep(s.delay)
 	s.mu.Lock()
 	s.bundles = append(s.bundles, b)
 	s.mu.Unlock()
@@ -90,10 +92,11 @@ func (m *memOffsets) Load(_ context.Context, topic string, partition int32) (com
 	return p, ok, nil
 }
 
-// memStore keeps the positions the committer saves.
+// memStore keeps the positions the committer saves and counts the saves.
 type memStore struct {
 	mu    sync.Mutex
 	saved map[string]committer.Position
+	saves int
 }
 
 func (s *memStore) Save(_ context.Context, ps []committer.Position) error {
@@ -105,7 +108,21 @@ func (s *memStore) Save(_ context.Context, ps []committer.Position) error {
 	for _, p := range ps {
 		s.saved[committer.RowName(p.Topic, p.Partition)] = p
 	}
+	s.saves++
 	return nil
+}
+
+// Load serves the saved positions, so that readers sharing a memStore
+// start where another one committed, as bridges sharing a database do.
+func (s *memStore) Load(_ context.Context, topic string, partition int32) (committer.Position, bool, error) {
+	p, ok := s.get(topic, partition)
+	return p, ok, nil
+}
+
+func (s *memStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saves
 }
 
 func (s *memStore) get(topic string, partition int32) (committer.Position, bool) {
