@@ -123,6 +123,24 @@ func TestDependencyRules(t *testing.T) {
 			{insert: "managedclusters", ver: v(2, 51)},
 			{apply: true, want: ""},
 		}},
+		// Partitions handed over by another replica (DESIGN.md §10): what
+		// it wrote before the stored position is restored from the
+		// database, never read from Kafka.
+		{"compliance waiting for a placement another replica wrote", []step{
+			{restore: "managedclusters", ver: v(1, 1)},
+			{insert: "compliance", ver: v(1, 5), dep: ptr(v(1, 4))},
+			{apply: true, want: ""},
+			{restore: "clusterspolicies", ver: v(1, 4)},
+			{apply: true, want: job("compliance", v(1, 5))},
+		}},
+		{"deltas on a base older than one another replica wrote", []step{
+			{restore: "compliance", ver: v(1, 2)},
+			{insert: "compliancedelta", ver: v(1, 3), dep: ptr(v(1, 2))},
+			{restore: "compliance", ver: v(1, 6)},
+			{apply: true, want: ""}, // the deltas on 1.2 are stale
+			{insert: "compliancedelta", ver: v(1, 7), dep: ptr(v(1, 6))},
+			{apply: true, want: job("compliancedelta", v(1, 7))},
+		}},
 		{"a failed delta group goes back in front", []step{
 			{restore: "compliance", ver: v(1, 2)},
 			{insert: "compliancedelta", ver: v(1, 3), dep: ptr(v(1, 2))},

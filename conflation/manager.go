@@ -158,9 +158,15 @@ func (m *Manager) WakeAll() {
 
 // Restore records a version already in the database, so that replayed
 // older bundles are dropped as stale and dependencies count it as
-// processed. Call it at start-up, before the first Insert.
+// processed. It is called at start-up, before the first Insert, and again
+// when partitions are assigned (another replica may have written them
+// meanwhile); a bundle that was waiting for the restored version becomes
+// ready.
 func (m *Manager) Restore(hub, typ string, v bundle.Version) {
-	m.unit(hub).restore(typ, v)
+	u := m.unit(hub)
+	if u.restore(typ, v) {
+		m.queue.Push(u)
+	}
 }
 
 // Lookup returns the unit of hub, if it exists.

@@ -422,21 +422,26 @@ func (u *Unit) wake() bool {
 	return u.becomeReadyLocked()
 }
 
-// restore records a version already in the database.
-func (u *Unit) restore(typ string, v bundle.Version) {
+// restore records a version already in the database. Deltas waiting on an
+// older base of it can then never apply, and are dropped as stale. It
+// reports whether the unit became ready (a bundle was waiting for v).
+func (u *Unit) restore(typ string, v bundle.Version) (becameReady bool) {
+	var rel releaser
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	i, ok := u.m.index[typ]
-	if !ok {
-		return
+	if i, ok := u.m.index[typ]; ok {
+		s := &u.slots[i]
+		if !s.hasProcessed || v.Newer(s.processed) {
+			s.processed, s.hasProcessed = v, true
+		}
+		if !s.hasSeen || v.Newer(s.seen) {
+			s.seen, s.hasSeen = v, true
+			u.pruneDependentsLocked(i, &rel)
+		}
 	}
-	s := &u.slots[i]
-	if !s.hasProcessed || v.Newer(s.processed) {
-		s.processed, s.hasProcessed = v, true
-	}
-	if !s.hasSeen || v.Newer(s.seen) {
-		s.seen, s.hasSeen = v, true
-	}
+	ready := u.becomeReadyLocked()
+	u.mu.Unlock()
+	rel.run(u.m)
+	return ready
 }
 
 // releaser collects bundles to release once the unit's mutex is dropped.

@@ -218,7 +218,7 @@ func tail(s string, lines int) string {
 // offsets returns the committed offsets stored in status.transport.
 func (e *env) offsets() map[int32]int64 {
 	e.t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport`)
+	rows, err := e.pool.Query(context.Background(), `SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport WHERE payload IS NOT NULL`)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -87,17 +89,16 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 	if err != nil {
 		return nil, err
 	}
-	versions, err := db.LoadVersions(ctx, b.controlPool)
+	n, err := b.restoreVersions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range versions {
-		b.manager.Restore(v.Hub, v.Type, v.Version)
-	}
-	logger.Info("restored processed versions", zap.Int("rows", len(versions)), zap.Int("hubs", b.manager.Len()))
+	logger.Info("restored processed versions", zap.Int("rows", n), zap.Int("hubs", b.manager.Len()))
 
 	dead := deadletter.NewWriter(b.controlPool)
-	store := committer.NewPGStore(b.controlPool)
+	// The owner id tells this process's claims on status.transport rows
+	// from those of other replicas and of its own earlier runs.
+	store := committer.NewPGStore(b.controlPool, ownerID())
 	b.committer, err = committer.New(committer.Config{
 		Interval: cfg.CommitInterval,
 		OnCommit: func(ps []committer.Position) {
@@ -127,12 +128,20 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 		MaxBufferedBytes: int64(cfg.MaxBufferedBytes),
 		Properties:       cfg.KafkaProperties,
 	}, transport.Deps{
-		Decoder:    registryDecoder{reg},
-		Sink:       b.manager,
-		Committer:  b.committer,
-		Offsets:    store,
-		Rejects:    rejectWriter{w: dead, logger: logger},
-		Buffer:     b.manager,
+		Decoder:   registryDecoder{reg},
+		Sink:      b.manager,
+		Committer: b.committer,
+		Offsets:   store,
+		Rejects:   rejectWriter{w: dead, logger: logger},
+		Buffer:    b.manager,
+		// Partitions may come from another replica, which wrote versions
+		// these units have not seen: a compliance bundle read next would
+		// otherwise wait for a clusterspolicies bundle written before the
+		// stored position, which this bridge will never read.
+		BeforeAssign: func(ctx context.Context) error {
+			_, err := b.restoreVersions(ctx)
+			return err
+		},
 		Logger:     logger.Named("transport"),
 		Registerer: b.registry,
 	})
@@ -303,4 +312,29 @@ func (r rejectWriter) Reject(ctx context.Context, rj transport.Reject) error {
 func (d registryDecoder) Known(typ string) bool {
 	_, ok := d.r.Lookup(typ)
 	return ok
+}
+
+// restoreVersions tells the conflation units the versions the database
+// holds (status.bundle_versions), as processed: at start, and whenever
+// partitions are assigned. Restoring only moves a unit's versions forward.
+func (b *bridge) restoreVersions(ctx context.Context) (int, error) {
+	versions, err := db.LoadVersions(ctx, b.controlPool)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range versions {
+		b.manager.Restore(v.Hub, v.Type, v.Version)
+	}
+	return len(versions), nil
+}
+
+// ownerID returns an id for this process among the bridges sharing a
+// database: host name (the pod name on Kubernetes), process id and a
+// random suffix, so a restarted process never passes for its predecessor.
+func ownerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s/%d/%08x", host, os.Getpid(), rand.Uint32())
 }

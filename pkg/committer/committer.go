@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -180,6 +181,13 @@ func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
 	if len(ps) > 0 {
 		err = c.store.Save(ctx, ps)
 	}
+	var lost *LostError
+	if errors.As(err, &lost) {
+		// Not a failure: the others were stored, and these partitions
+		// belong to another bridge now.
+		ps, moved = c.dropLost(ps, moved, lost.Lost)
+		err = nil
+	}
 	c.mu.Lock()
 	c.lastErr = err
 	if err == nil {
@@ -200,6 +208,32 @@ func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
 		c.cfg.OnCommit(ps)
 	}
 	return nil
+}
+
+// dropLost forgets the partitions whose positions the store refused
+// because another bridge claimed them, and returns the positions (and
+// their partitions) that were stored. Kafka revokes such a partition from
+// this bridge soon; until then what this bridge writes of it is fenced by
+// version, and its position is no longer this bridge's to move.
+func (c *Committer) dropLost(ps []Position, moved []*Partition, lost []Position) ([]Position, []*Partition) {
+	var keptPs []Position
+	var keptParts []*Partition
+	for i, p := range ps {
+		if !slices.Contains(lost, p) {
+			keptPs = append(keptPs, p)
+			keptParts = append(keptParts, moved[i])
+			continue
+		}
+		c.mu.Lock()
+		if c.parts[key{p.Topic, p.Partition}] == moved[i] {
+			delete(c.parts, key{p.Topic, p.Partition})
+		}
+		c.mu.Unlock()
+		c.metrics.commits.WithLabelValues("lost").Inc()
+		c.logger.Warn("partition claimed by another bridge; no longer committing it",
+			zap.String("topic", p.Topic), zap.Int32("partition", p.Partition), zap.Int64("position", p.Offset))
+	}
+	return keptPs, keptParts
 }
 
 // Err returns the error of the last commit, nil when it succeeded.

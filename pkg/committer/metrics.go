@@ -28,13 +28,14 @@ func newCollector(c *Committer) *collector {
 			"Offset the next commit would store per partition: the lowest offset still held by a unit, else the last read + 1.", []string{"topic", "partition"}, nil),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_committer_commits_total",
-			Help: "Commits of positions to status.transport, by result (ok or error).",
+			Help: "Commits of positions to status.transport, by result: ok, error, or lost (a partition's position refused because another bridge has claimed the partition; counted per partition).",
 		}, []string{"result"}),
 	}
 	// Both results exist from the start, at zero, so rate() and alerts
 	// work before the first failure.
 	m.commits.WithLabelValues("ok")
 	m.commits.WithLabelValues("error")
+	m.commits.WithLabelValues("lost")
 	return m
 }
 

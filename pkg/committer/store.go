@@ -3,9 +3,11 @@ package committer
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,28 +16,104 @@ import (
 // DB is what the store needs: *pgxpool.Pool and pgx.Tx both have it.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // PGStore keeps positions in status.transport, one row per partition named
-// "<topic>@<partition>".
+// "<topic>@<partition>", and guards each row with an owner and an epoch
+// (DESIGN.md §10): Load claims the row for this store, and Save only moves
+// rows this store still holds, so a replica that lost a partition to
+// another cannot move the position the new owner resumes from.
 type PGStore struct {
-	db DB
+	db    DB
+	owner string
+
+	mu     sync.Mutex
+	epochs map[string]int64 // row name → epoch of this store's claim
 }
 
-// NewPGStore returns a store on db. Give it a pool of its own so commits
-// never wait behind the workers.
-func NewPGStore(db DB) *PGStore { return &PGStore{db: db} }
+// NewPGStore returns a store on db that claims rows as owner, which must
+// be unique among the bridges sharing the database (cmd/stb uses host
+// name, process id and a random suffix). Give it a pool of its own so
+// commits never wait behind the workers.
+func NewPGStore(db DB, owner string) *PGStore {
+	return &PGStore{db: db, owner: owner, epochs: map[string]int64{}}
+}
 
 // RowName is the status.transport name of a partition.
 func RowName(topic string, partition int32) string {
 	return topic + "@" + strconv.FormatInt(int64(partition), 10)
 }
 
-// Save upserts the positions in one statement.
+// LostError is returned by Save for positions it did not store because
+// another owner has claimed their partitions since this store did. The
+// other positions were stored.
+type LostError struct {
+	// Lost are the positions not stored.
+	Lost []Position
+}
+
+func (e *LostError) Error() string {
+	names := make([]string, len(e.Lost))
+	for i, p := range e.Lost {
+		names[i] = RowName(p.Topic, p.Partition)
+	}
+	return fmt.Sprintf("partitions claimed by another bridge, positions not stored: %s", strings.Join(names, ", "))
+}
+
+// claimSQL makes this store the owner of a partition's row, creating it
+// without a position when there is none, and returns the position stored
+// so far (NULL for none) and the new epoch.
+const claimSQL = `
+INSERT INTO status.transport AS t (name, payload, owner, epoch, created_at, updated_at)
+VALUES ($1, NULL, $2, 1, now(), now())
+ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, epoch = t.epoch + 1, updated_at = now()
+RETURNING t.payload, t.epoch`
+
+// Load claims the partition for this store and returns its stored position;
+// ok is false when none is stored. The reader calls it when Kafka assigns
+// the partition, so the claim goes to the bridge that reads it now.
+func (s *PGStore) Load(ctx context.Context, topic string, partition int32) (p Position, ok bool, err error) {
+	name := RowName(topic, partition)
+	var (
+		raw   []byte
+		epoch int64
+	)
+	if err := s.db.QueryRow(ctx, claimSQL, name, s.owner).Scan(&raw, &epoch); err != nil {
+		return Position{}, false, fmt.Errorf("claim partition %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.epochs[name] = epoch
+	s.mu.Unlock()
+	if raw == nil {
+		return Position{}, false, nil
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Position{}, false, fmt.Errorf("decode position of %s: %w", name, err)
+	}
+	return p, true, nil
+}
+
+// saveSQL stores positions of rows this store holds: a row is updated only
+// while its owner and epoch are the ones this store claimed it with (and
+// inserted as such should it have been deleted meanwhile). It returns the
+// names of the rows it wrote.
+const saveSQL = `
+INSERT INTO status.transport AS t (name, payload, owner, epoch, created_at, updated_at)
+SELECT n, p::jsonb, $3, e, now(), now() FROM unnest($1::text[], $2::text[], $4::bigint[]) AS s(n, p, e)
+ORDER BY n
+ON CONFLICT (name) DO UPDATE SET payload = excluded.payload, updated_at = now()
+WHERE t.owner = excluded.owner AND t.epoch = excluded.epoch
+RETURNING t.name`
+
+// Save stores the positions in one statement. Positions of partitions
+// another owner has claimed since are not stored; they come back in a
+// *LostError, after the others were stored.
 func (s *PGStore) Save(ctx context.Context, ps []Position) error {
 	names := make([]string, len(ps))
 	payloads := make([]string, len(ps))
+	epochs := make([]int64, len(ps))
 	for i, p := range ps {
 		b, err := json.Marshal(p)
 		if err != nil {
@@ -43,31 +121,47 @@ func (s *PGStore) Save(ctx context.Context, ps []Position) error {
 		}
 		names[i] = RowName(p.Topic, p.Partition)
 		payloads[i] = string(b)
+		epoch, err := s.epoch(ctx, names[i])
+		if err != nil {
+			return err
+		}
+		epochs[i] = epoch
 	}
-	_, err := s.db.Exec(ctx, `
-INSERT INTO status.transport (name, payload, created_at, updated_at)
-SELECT n, p::jsonb, now(), now() FROM unnest($1::text[], $2::text[]) AS t(n, p)
-ORDER BY n
-ON CONFLICT (name) DO UPDATE SET payload = excluded.payload, updated_at = now()`, names, payloads)
+	rows, err := s.db.Query(ctx, saveSQL, names, payloads, s.owner, epochs)
 	if err != nil {
 		return fmt.Errorf("save positions: %w", err)
 	}
-	return nil
+	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("save positions: %w", err)
+	}
+	if len(written) == len(ps) {
+		return nil
+	}
+	var lost []Position
+	for i, p := range ps {
+		if !slices.Contains(written, names[i]) {
+			lost = append(lost, p)
+		}
+	}
+	return &LostError{Lost: lost}
 }
 
-// Load returns the stored position of a partition; ok is false when none is
-// stored.
-func (s *PGStore) Load(ctx context.Context, topic string, partition int32) (p Position, ok bool, err error) {
+// epoch returns the epoch of this store's claim on a row, claiming it now
+// if Load did not (its claim failed when the partition was assigned).
+func (s *PGStore) epoch(ctx context.Context, name string) (int64, error) {
+	s.mu.Lock()
+	epoch, ok := s.epochs[name]
+	s.mu.Unlock()
+	if ok {
+		return epoch, nil
+	}
 	var raw []byte
-	err = s.db.QueryRow(ctx, `SELECT payload FROM status.transport WHERE name = $1`, RowName(topic, partition)).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Position{}, false, nil
+	if err := s.db.QueryRow(ctx, claimSQL, name, s.owner).Scan(&raw, &epoch); err != nil {
+		return 0, fmt.Errorf("claim partition %s: %w", name, err)
 	}
-	if err != nil {
-		return Position{}, false, fmt.Errorf("load position of %s: %w", RowName(topic, partition), err)
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return Position{}, false, fmt.Errorf("decode position of %s: %w", RowName(topic, partition), err)
-	}
-	return p, true, nil
+	s.mu.Lock()
+	s.epochs[name] = epoch
+	s.mu.Unlock()
+	return epoch, nil
 }

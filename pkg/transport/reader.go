@@ -37,9 +37,15 @@ type Deps struct {
 	Rejects Rejects
 	// Buffer reports the payload bytes held downstream, for backpressure
 	// (Config.MaxBufferedBytes); the conflation manager implements it.
-	Buffer     Buffer
-	Logger     *zap.Logger
-	Registerer prometheus.Registerer
+	Buffer Buffer
+	// BeforeAssign, optional, runs in the rebalance callback before newly
+	// assigned partitions are read. Another replica may have had them and
+	// written what this bridge has not seen; the bridge refreshes what its
+	// units know of the database from it (DESIGN.md §10). An error is
+	// logged and the partitions are read anyway.
+	BeforeAssign func(ctx context.Context) error
+	Logger       *zap.Logger
+	Registerer   prometheus.Registerer
 }
 
 // Buffer reports how many payload bytes are held downstream.

@@ -33,6 +33,12 @@ func (r *Reader) assign(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	ctx, cancel := context.WithTimeout(r.baseContext(), r.cfg.AssignTimeout)
 	defer cancel()
 
+	if r.deps.BeforeAssign != nil && len(parts) > 0 {
+		if err := r.deps.BeforeAssign(ctx); err != nil {
+			r.logger.Error("refreshing state before reading newly assigned partitions failed; bundles that depend on what another replica wrote may wait for their dependency",
+				zap.Int("partitions", len(parts)), zap.Error(err))
+		}
+	}
 	assigned := make([]kafka.TopicPartition, 0, len(parts))
 	for _, tp := range parts {
 		if tp.Topic == nil {
@@ -138,11 +144,11 @@ func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
 // it back to librdkafka.
 func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	if c.AssignmentLost() {
-		// Another member may already own them. The final commit below
-		// still only stores positions whose data this replica has
-		// written, so at worst it moves the new owner's resume point
-		// back and causes a replay, which the version fence makes
-		// harmless; it never skips data.
+		// Another member may already own them, and have claimed their
+		// rows in status.transport: then the store refuses the final
+		// commit below (committer.LostError), so this replica cannot
+		// move the new owner's resume point. Either way it would only
+		// store positions whose data this replica has written.
 		r.logger.Warn("partition assignment lost", zap.Int("partitions", len(parts)))
 	}
 	// The final positions must account for every message polled so far:
