@@ -142,6 +142,12 @@ func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
 
 // revoke commits each revoked partition a last time, forgets it, and hands
 // it back to librdkafka.
+//
+// Unlike DESIGN.md §10, the bundles of revoked partitions that the units
+// still hold are not dropped: workers go on writing them while the new
+// owner reads them again from the committed position (which is behind
+// them). Both writes go through the version fence, so the second is a
+// no-op; the cost is duplicate work, bounded by what was held.
 func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	if c.AssignmentLost() {
 		// Another member may already own them, and have claimed their
