@@ -169,6 +169,16 @@ func (m *Manager) Restore(hub, typ string, v bundle.Version) {
 	}
 }
 
+// DropPartition forgets the bundles read from a partition that was revoked
+// and that no worker has taken yet (DESIGN.md §10): the partition's new
+// owner reads them again from the committed position, which is behind
+// them. What is in flight finishes; the caller waits for it.
+func (m *Manager) DropPartition(topic string, partition int32) {
+	for _, u := range m.Units() {
+		u.dropPartition(topic, partition)
+	}
+}
+
 // Lookup returns the unit of hub, if it exists.
 func (m *Manager) Lookup(hub string) (*Unit, bool) {
 	m.mu.RLock()

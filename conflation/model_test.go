@@ -251,6 +251,32 @@ func runModel(t *testing.T, seed uint64) {
 				}
 				start()
 			}
+		case k == 9 && r.IntN(3) == 0 && !draining:
+			// Handover (DESIGN.md §10): on revocation this bridge commits
+			// a last time (behind everything it holds), drops what no
+			// worker has taken, and waits for what is in flight. Another
+			// replica resumes at the committed position, writes what it
+			// can of the next messages, commits and gives the partition
+			// back; this bridge then refreshes its units from the
+			// database, as it does on every assignment, and reads on from
+			// the committed position.
+			if pos, ok := part.Position(); ok {
+				committed = pos
+			}
+			m.DropPartition("status", 0)
+			for _, j := range inflight {
+				finish(j, false)
+			}
+			inflight = nil
+			upto := committed + int64(r.IntN(int(int64(len(log))-committed)+1))
+			committed = otherReplica(t, seed, log, db, clock, committed, upto)
+			for hub, vs := range db.versions {
+				for typ, ver := range vs {
+					m.Restore(hub, typ, ver)
+				}
+			}
+			part = c.Assign("status", 0, committed)
+			next = committed
 		default:
 			clock.Advance(5 * time.Millisecond)
 			for _, u := range m.Units() {
@@ -282,6 +308,52 @@ func runModel(t *testing.T, seed uint64) {
 	if pos, _ := part.Position(); pos != int64(len(log)) {
 		t.Fatalf("seed %d: committed position %d after draining, want %d", seed, pos, len(log))
 	}
+}
+
+// otherReplica is a second bridge that holds the partition for a while: it
+// starts from the database's versions, reads the log from from to upto,
+// writes every job that becomes ready, and returns the position it commits
+// when the partition is taken from it (behind what it still holds).
+func otherReplica(t *testing.T, seed uint64, log []*bundle.Bundle, db *refDB, clock *fakeClock, from, upto int64) int64 {
+	t.Helper()
+	m, err := NewManager(Config{Types: policyTypes, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for hub, vs := range db.versions {
+		for typ, ver := range vs {
+			m.Restore(hub, typ, ver)
+		}
+	}
+	c, err := committer.New(committer.Config{Interval: time.Second}, nopStore{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := c.Assign("status", 0, from)
+	for off := from; off < upto; off++ {
+		b := *log[off]
+		b.Origin = bundle.Origin{Topic: "status", Offset: off}
+		part.Read(off)
+		b.Track(part)
+		m.Insert(&b)
+	}
+	for steps := 0; ; steps++ {
+		if steps > 100000 {
+			t.Fatalf("seed %d: the other replica made no progress", seed)
+		}
+		u := m.queue.tryPop()
+		if u == nil {
+			break
+		}
+		if j, err := u.Next(); err == nil {
+			db.apply(j)
+			m.Report(j, Applied)
+		}
+	}
+	if pos, ok := part.Position(); ok {
+		return pos
+	}
+	return from
 }
 
 type nopStore struct{}

@@ -2,6 +2,7 @@ package conflation
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -461,4 +462,38 @@ func (r *releaser) run(m *Manager) {
 		m.held.Add(-int64(b.Size))
 		b.Release()
 	}
+}
+
+// dropPartition forgets the pending bundles read from a partition this
+// bridge no longer holds, leaving what is in flight to finish. What the
+// unit has seen goes back to what is processed, in flight or still pending,
+// so that when the partition comes back and those messages are read again
+// they are taken, not dropped as stale.
+func (u *Unit) dropPartition(topic string, partition int32) {
+	var rel releaser
+	u.mu.Lock()
+	for i := range u.slots {
+		s := &u.slots[i]
+		kept := s.pending[:0]
+		for _, b := range s.pending {
+			if b.Origin.Topic == topic && b.Origin.Partition == partition {
+				rel.add(b, nil)
+				continue
+			}
+			kept = append(kept, b)
+		}
+		if len(kept) == len(s.pending) {
+			continue
+		}
+		clear(s.pending[len(kept):])
+		s.pending = kept
+		s.seen, s.hasSeen = s.processed, s.hasProcessed
+		for _, b := range append(slices.Clone(s.inflight), s.pending...) {
+			if !s.hasSeen || b.Version.Newer(s.seen) {
+				s.seen, s.hasSeen = b.Version, true
+			}
+		}
+	}
+	u.mu.Unlock()
+	rel.run(u.m)
 }

@@ -142,6 +142,10 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 			_, err := b.restoreVersions(ctx)
 			return err
 		},
+		AfterRevoke: func(ctx context.Context, p *committer.Partition) {
+			b.manager.DropPartition(p.Topic, p.Partition)
+			waitIdle(ctx, p)
+		},
 		Logger:     logger.Named("transport"),
 		Registerer: b.registry,
 	})
@@ -326,6 +330,20 @@ func (b *bridge) restoreVersions(ctx context.Context) (int, error) {
 		b.manager.Restore(v.Hub, v.Type, v.Version)
 	}
 	return len(versions), nil
+}
+
+// waitIdle waits until a revoked partition has nothing outstanding (what
+// was in flight when its pending bundles were dropped has been written),
+// or ctx ends (the revocation timeout: a transaction stuck that long is
+// fenced against the new owner's writes anyway).
+func waitIdle(ctx context.Context, p *committer.Partition) {
+	for p.Outstanding() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // ownerID returns an id for this process among the bridges sharing a

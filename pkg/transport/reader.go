@@ -44,8 +44,15 @@ type Deps struct {
 	// units know of the database from it (DESIGN.md §10). An error is
 	// logged and the partitions are read anyway.
 	BeforeAssign func(ctx context.Context) error
-	Logger       *zap.Logger
-	Registerer   prometheus.Registerer
+	// AfterRevoke, optional, runs in the rebalance callback for each
+	// revoked partition, after its final commit and before librdkafka
+	// hands it to another member: the bridge drops the partition's bundles
+	// no worker has taken and waits (until ctx ends) for those in flight,
+	// so that the new owner's writes never overlap this bridge's
+	// (DESIGN.md §10). p is the partition's tracker.
+	AfterRevoke func(ctx context.Context, p *committer.Partition)
+	Logger      *zap.Logger
+	Registerer  prometheus.Registerer
 }
 
 // Buffer reports how many payload bytes are held downstream.

@@ -143,11 +143,10 @@ func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
 // revoke commits each revoked partition a last time, forgets it, and hands
 // it back to librdkafka.
 //
-// Unlike DESIGN.md §10, the bundles of revoked partitions that the units
-// still hold are not dropped: workers go on writing them while the new
-// owner reads them again from the committed position (which is behind
-// them). Both writes go through the version fence, so the second is a
-// no-op; the cost is duplicate work, bounded by what was held.
+// As DESIGN.md §10 has it: the final commit stores a position behind
+// everything this bridge still holds of the partition; then AfterRevoke
+// drops what no worker has taken and waits for what is in flight, so the
+// new owner, which reads all of it again, never writes alongside it.
 func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	if c.AssignmentLost() {
 		// Another member may already own them, and have claimed their
@@ -176,6 +175,9 @@ func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 				r.logger.Warn("final commit of revoked partition failed; it will replay from the last stored position",
 					zap.String("topic", topic), zap.Int32("partition", tp.Partition), zap.Error(err))
 			}
+		}
+		if p := r.parts[partitionKey{topic, tp.Partition}]; p != nil && commit && r.deps.AfterRevoke != nil {
+			r.deps.AfterRevoke(ctx, p)
 		}
 		delete(r.parts, partitionKey{topic, tp.Partition})
 		r.logger.Info("partition revoked", zap.String("topic", topic), zap.Int32("partition", tp.Partition))
