@@ -3,6 +3,7 @@ package conflation
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -230,5 +231,44 @@ func TestPopStopsWhenCancelledEvenWithUnitsQueued(t *testing.T) {
 	}
 	if q.Len() != 1 {
 		t.Fatalf("queue length %d, want the unit still queued", q.Len())
+	}
+}
+
+// TestDropPartition: a revoked partition's bundles that no worker has
+// taken are dropped, what is in flight stays, and once the partition comes
+// back the dropped versions are taken again rather than counted as stale
+// (DESIGN.md §10).
+func TestDropPartition(t *testing.T) {
+	f := newFixture(t)
+	f.insert("hub", "heartbeat", v(1, 1), nil)
+	inflight := f.take() // heartbeat 1.1 is being written
+	f.insert("hub", "managedclusters", v(1, 2), nil)
+	f.insert("hub", "heartbeat", v(1, 3), nil)
+	held := f.m.HeldBytes()
+
+	f.m.DropPartition("t", 0)
+	if got := f.m.HeldBytes(); got != 10 {
+		t.Fatalf("held %d bytes after the drop (%d before), want only the in-flight bundle's 10", got, held)
+	}
+	f.m.Report(inflight, Applied)
+	f.noneReady()
+
+	// The partition is back: the same messages are read again.
+	f.insert("hub", "managedclusters", v(1, 2), nil)
+	f.insert("hub", "heartbeat", v(1, 3), nil)
+	f.insert("hub", "heartbeat", v(1, 1), nil) // written before: stale
+	got := map[string]bundle.Version{}
+	for range 2 {
+		j := f.take()
+		got[j.Type] = j.Last().Version
+		f.m.Report(j, Applied)
+	}
+	want := map[string]bundle.Version{"managedclusters": v(1, 2), "heartbeat": v(1, 3)}
+	if !maps.Equal(got, want) {
+		t.Fatalf("after the partition came back, wrote %v, want %v", got, want)
+	}
+	f.noneReady()
+	if got := f.m.HeldBytes(); got != 0 {
+		t.Fatalf("held %d bytes at the end, want 0", got)
 	}
 }
