@@ -142,12 +142,9 @@ func newBridge(ctx context.Context, cfg runConfig, logger *zap.Logger) (_ *bridg
 			_, err := b.restoreVersions(ctx)
 			return err
 		},
-		AfterRevoke: func(ctx context.Context, p *committer.Partition) {
-			b.manager.DropPartition(p.Topic, p.Partition)
-			waitIdle(ctx, p)
-		},
-		Logger:     logger.Named("transport"),
-		Registerer: b.registry,
+		AfterRevoke: b.dropRevoked,
+		Logger:      logger.Named("transport"),
+		Registerer:  b.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -332,12 +329,17 @@ func (b *bridge) restoreVersions(ctx context.Context) (int, error) {
 	return len(versions), nil
 }
 
-// waitIdle waits until a revoked partition has nothing outstanding (what
-// was in flight when its pending bundles were dropped has been written),
-// or ctx ends (the revocation timeout: a transaction stuck that long is
-// fenced against the new owner's writes anyway).
-func waitIdle(ctx context.Context, p *committer.Partition) {
-	for p.Outstanding() > 0 {
+// dropRevoked forgets what the units hold of a revoked partition and waits
+// until nothing of it is outstanding (what was in flight has been written),
+// dropping again whatever a failed write puts back meanwhile, or until ctx
+// ends (the revocation timeout: a transaction stuck that long is fenced
+// against the new owner's writes anyway).
+func (b *bridge) dropRevoked(ctx context.Context, p *committer.Partition) {
+	for {
+		b.manager.DropPartition(p.Topic, p.Partition)
+		if p.Outstanding() == 0 {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
