@@ -88,6 +88,8 @@ func Strings(data []byte) ([]string, error) {
 	return list, d.Done()
 }
 
+// trailing returns an error unless only whitespace follows end, the end of
+// the top-level value.
 func trailing(data []byte, end int) error {
 	if j := ws(data, end); j != len(data) {
 		return &SyntaxError{j, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[j]))}
