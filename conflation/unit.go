@@ -2,7 +2,6 @@ package conflation
 
 import (
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -487,10 +486,13 @@ func (u *Unit) dropPartition(topic string, partition int32) {
 		}
 		clear(s.pending[len(kept):])
 		s.pending = kept
+		// Back to the newest version processed, in flight or pending.
 		s.seen, s.hasSeen = s.processed, s.hasProcessed
-		for _, b := range append(slices.Clone(s.inflight), s.pending...) {
-			if !s.hasSeen || b.Version.Newer(s.seen) {
-				s.seen, s.hasSeen = b.Version, true
+		for _, bs := range [][]*bundle.Bundle{s.inflight, s.pending} {
+			for _, b := range bs {
+				if !s.hasSeen || b.Version.Newer(s.seen) {
+					s.seen, s.hasSeen = b.Version, true
+				}
 			}
 		}
 	}

@@ -76,23 +76,27 @@ RETURNING t.payload, t.epoch`
 // the partition, so the claim goes to the bridge that reads it now.
 func (s *PGStore) Load(ctx context.Context, topic string, partition int32) (p Position, ok bool, err error) {
 	name := RowName(topic, partition)
-	var (
-		raw   []byte
-		epoch int64
-	)
-	if err := s.db.QueryRow(ctx, claimSQL, name, s.owner).Scan(&raw, &epoch); err != nil {
-		return Position{}, false, fmt.Errorf("claim partition %s: %w", name, err)
-	}
-	s.mu.Lock()
-	s.epochs[name] = epoch
-	s.mu.Unlock()
-	if raw == nil {
-		return Position{}, false, nil
+	raw, err := s.claim(ctx, name)
+	if err != nil || raw == nil {
+		return Position{}, false, err
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return Position{}, false, fmt.Errorf("decode position of %s: %w", name, err)
 	}
 	return p, true, nil
+}
+
+// claim makes this store the owner of a row, records the epoch of the
+// claim, and returns the position stored so far (nil for none).
+func (s *PGStore) claim(ctx context.Context, name string) (payload []byte, err error) {
+	var epoch int64
+	if err := s.db.QueryRow(ctx, claimSQL, name, s.owner).Scan(&payload, &epoch); err != nil {
+		return nil, fmt.Errorf("claim partition %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.epochs[name] = epoch
+	s.mu.Unlock()
+	return payload, nil
 }
 
 // saveSQL stores positions of rows this store holds: a row is updated only
@@ -156,12 +160,10 @@ func (s *PGStore) epoch(ctx context.Context, name string) (int64, error) {
 	if ok {
 		return epoch, nil
 	}
-	var raw []byte
-	if err := s.db.QueryRow(ctx, claimSQL, name, s.owner).Scan(&raw, &epoch); err != nil {
-		return 0, fmt.Errorf("claim partition %s: %w", name, err)
+	if _, err := s.claim(ctx, name); err != nil {
+		return 0, err
 	}
 	s.mu.Lock()
-	s.epochs[name] = epoch
-	s.mu.Unlock()
-	return epoch, nil
+	defer s.mu.Unlock()
+	return s.epochs[name], nil
 }

@@ -70,16 +70,10 @@ func (d *Decoder) Object(fn func(name []byte) error) error {
 		_, err := d.other("object")
 		return err
 	}
-	if d.depth++; d.depth > MaxDepth {
-		return &SyntaxError{d.i, "exceeded max depth"}
+	if empty, err := d.enter('}'); empty || err != nil {
+		return err
 	}
-	d.i = ws(d.data, d.i+1)
-	if d.i < len(d.data) && d.data[d.i] == '}' {
-		d.i++
-		d.depth--
-		return nil
-	}
-	for {
+	for more := true; more; {
 		if d.i >= len(d.data) || d.data[d.i] != '"' {
 			return errAt(d.data, d.i, "looking for beginning of object key string")
 		}
@@ -97,37 +91,16 @@ func (d *Decoder) Object(fn func(name []byte) error) error {
 			return errAt(d.data, d.i, "after object key")
 		}
 		d.i = ws(d.data, d.i+1)
-		if err := d.member(fn, name); err != nil {
+		var read func() error
+		if fn != nil {
+			read = func() error { return fn(name) }
+		}
+		if err := d.value(read); err != nil {
 			return err
 		}
-		d.i = ws(d.data, d.i)
-		if d.i >= len(d.data) {
-			return errAt(d.data, d.i, "")
-		}
-		switch d.data[d.i] {
-		case '}':
-			d.i++
-			d.depth--
-			return nil
-		case ',':
-			d.i = ws(d.data, d.i+1)
-		default:
-			return errAt(d.data, d.i, "after object key:value pair")
-		}
-	}
-}
-
-// member calls fn for the value at the position and skips the value if fn
-// did not read it.
-func (d *Decoder) member(fn func(name []byte) error, name []byte) error {
-	start := d.i
-	if fn != nil {
-		if err := fn(name); err != nil {
+		if more, err = d.more('}', "after object key:value pair"); err != nil {
 			return err
 		}
-	}
-	if d.i == start {
-		return d.Skip()
 	}
 	return nil
 }
@@ -139,42 +112,68 @@ func (d *Decoder) Array(fn func() error) error {
 		_, err := d.other("array")
 		return err
 	}
+	if empty, err := d.enter(']'); empty || err != nil {
+		return err
+	}
+	for more := true; more; {
+		if err := d.value(fn); err != nil {
+			return err
+		}
+		var err error
+		if more, err = d.more(']', "after array element"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enter reads the opening byte of an array or object at the position and
+// reports whether the container is empty (and so already read).
+func (d *Decoder) enter(close byte) (empty bool, err error) {
 	if d.depth++; d.depth > MaxDepth {
-		return &SyntaxError{d.i, "exceeded max depth"}
+		return false, &SyntaxError{d.i, "exceeded max depth"}
 	}
 	d.i = ws(d.data, d.i+1)
-	if d.i < len(d.data) && d.data[d.i] == ']' {
+	if d.i < len(d.data) && d.data[d.i] == close {
 		d.i++
 		d.depth--
-		return nil
+		return true, nil
 	}
-	for {
-		start := d.i
-		if fn != nil {
-			if err := fn(); err != nil {
-				return err
-			}
-		}
-		if d.i == start {
-			if err := d.Skip(); err != nil {
-				return err
-			}
-		}
-		d.i = ws(d.data, d.i)
-		if d.i >= len(d.data) {
-			return errAt(d.data, d.i, "")
-		}
-		switch d.data[d.i] {
-		case ']':
-			d.i++
-			d.depth--
-			return nil
-		case ',':
-			d.i = ws(d.data, d.i+1)
-		default:
-			return errAt(d.data, d.i, "after array element")
+	return false, nil
+}
+
+// value calls read, which may read the value at the position, and skips
+// the value if it did not.
+func (d *Decoder) value(read func() error) error {
+	start := d.i
+	if read != nil {
+		if err := read(); err != nil {
+			return err
 		}
 	}
+	if d.i == start {
+		return d.Skip()
+	}
+	return nil
+}
+
+// more reads what follows a member or element: a comma, after which more
+// come, or the closing byte of the container, which ends it.
+func (d *Decoder) more(close byte, context string) (bool, error) {
+	d.i = ws(d.data, d.i)
+	if d.i >= len(d.data) {
+		return false, errAt(d.data, d.i, "")
+	}
+	switch d.data[d.i] {
+	case close:
+		d.i++
+		d.depth--
+		return false, nil
+	case ',':
+		d.i = ws(d.data, d.i+1)
+		return true, nil
+	}
+	return false, errAt(d.data, d.i, context)
 }
 
 // String reads a string and returns it unquoted (as encoding/json does,

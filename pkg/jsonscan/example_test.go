@@ -48,9 +48,13 @@ func ExampleDecoder() {
 }
 
 // Invalid JSON anywhere is an error, with its offset, even in parts the
-// caller did not read.
-func ExampleObject() {
-	err := jsonscan.Object([]byte(`{"a":1,"b":[1,2,}`), func(name, value []byte) error { return nil })
+// caller left to be skipped.
+func ExampleDecoder_Done() {
+	d := jsonscan.NewDecoder([]byte(`{"a":1,"b":[1,2,}`))
+	err := d.Object(nil)
+	if err == nil {
+		err = d.Done()
+	}
 	fmt.Println(err)
 	// Output:
 	// invalid character '}' looking for beginning of value at offset 16

@@ -73,7 +73,7 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 	}
 
 	var members []member
-	err := Object(data, func(name, value []byte) error {
+	err := object(data, func(name, value []byte) error {
 		members = append(members, member{string(name), string(value)})
 		return nil
 	})
@@ -86,7 +86,7 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 	}
 
 	var elements []string
-	err = Array(data, func(value []byte) error {
+	err = array(data, func(value []byte) error {
 		elements = append(elements, string(value))
 		return nil
 	})
@@ -98,7 +98,7 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 		t.Fatalf("Array(%q) elements = %q, want %q", data, elements, wantElements)
 	}
 
-	s, isString, err := String(data)
+	s, isString, err := str(data)
 	var want *string
 	wantErr := json.Unmarshal(data, &want)
 	if (err == nil) != (wantErr == nil) {
@@ -108,7 +108,7 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 		t.Fatalf("String(%q) = %q, %v; encoding/json: %v", data, s, isString, want)
 	}
 
-	list, err := Strings(data)
+	list, err := strs(data)
 	var wantList []string
 	wantErr = json.Unmarshal(data, &wantList)
 	if (err == nil) != (wantErr == nil) {
@@ -155,16 +155,16 @@ func FuzzScan(f *testing.F) {
 
 func TestErrors(t *testing.T) {
 	var te *TypeError
-	if err := Object([]byte(`[1]`), nil); !errors.As(err, &te) || te.Want != "object" || te.Got != "array" {
+	if err := object([]byte(`[1]`), nil); !errors.As(err, &te) || te.Want != "object" || te.Got != "array" {
 		t.Errorf("Object([1]) = %v, want a TypeError object/array", err)
 	}
 	var se *SyntaxError
-	if err := Object([]byte(`{"a":tru}`), nil); !errors.As(err, &se) || se.Offset != 8 {
+	if err := object([]byte(`{"a":tru}`), nil); !errors.As(err, &se) || se.Offset != 8 {
 		t.Errorf("Object(bad literal) = %#v, want a SyntaxError at offset 8", err)
 	}
 	stop := errors.New("stop")
 	calls := 0
-	err := Array([]byte(`[1,2,3]`), func([]byte) error { calls++; return stop })
+	err := array([]byte(`[1,2,3]`), func([]byte) error { calls++; return stop })
 	if err != stop || calls != 1 {
 		t.Errorf("Array with a failing fn = %v after %d calls, want stop after 1", err, calls)
 	}
@@ -174,7 +174,7 @@ func TestErrors(t *testing.T) {
 // scratch buffer it lives in does not leak into the next name.
 func TestEscapedNameScratch(t *testing.T) {
 	var names []string
-	err := Object([]byte(`{"\u006eame":1,"x":2,"\u00e9t\u00e9":3,"ab":4}`), func(name, _ []byte) error {
+	err := object([]byte(`{"\u006eame":1,"x":2,"\u00e9t\u00e9":3,"ab":4}`), func(name, _ []byte) error {
 		names = append(names, string(name))
 		return nil
 	})
