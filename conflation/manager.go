@@ -43,8 +43,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// Validate checks the configuration and fills defaults.
-func (c *Config) Validate() error {
+// Validate checks the configuration; it changes nothing. A zero Backoff
+// and a nil Now stand for DefaultBackoff and time.Now.
+func (c Config) Validate() error {
 	if len(c.Types) == 0 {
 		return fmt.Errorf("conflation: no bundle types")
 	}
@@ -58,19 +59,24 @@ func (c *Config) Validate() error {
 		}
 		seen[t.Name] = true
 	}
-	if c.Backoff == (Backoff{}) {
-		c.Backoff = DefaultBackoff
-	}
-	if c.Backoff.Min <= 0 || c.Backoff.Max < c.Backoff.Min {
-		return fmt.Errorf("conflation: bad backoff %v…%v", c.Backoff.Min, c.Backoff.Max)
+	if b := c.withDefaults().Backoff; b.Min <= 0 || b.Max < b.Min {
+		return fmt.Errorf("conflation: bad backoff %v…%v", b.Min, b.Max)
 	}
 	if c.MaxDeltaBytes < 0 {
 		return fmt.Errorf("conflation: negative max delta bytes")
 	}
+	return nil
+}
+
+// withDefaults returns c with the defaults of the fields left zero.
+func (c Config) withDefaults() Config {
+	if c.Backoff == (Backoff{}) {
+		c.Backoff = DefaultBackoff
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return nil
+	return c
 }
 
 // Manager finds the unit of a hub, creating it on the hub's first bundle,
@@ -86,6 +92,17 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	units map[string]*Unit
+
+	// dropping counts, per revoked partition, the DropPartition calls not
+	// yet ended; nDropping is their total, read on every report.
+	dropMu    sync.Mutex
+	dropping  map[partitionKey]int
+	nDropping atomic.Int32
+}
+
+type partitionKey struct {
+	topic     string
+	partition int32
 }
 
 // NewManager returns a manager with an empty ready queue.
@@ -93,11 +110,14 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	m := &Manager{
 		cfg:   cfg,
 		index: make(map[string]int, len(cfg.Types)),
 		queue: NewReadyQueue(),
 		units: map[string]*Unit{},
+
+		dropping: map[partitionKey]int{},
 	}
 	names := make([]string, len(cfg.Types))
 	for i, t := range cfg.Types {
@@ -128,6 +148,12 @@ func (m *Manager) Insert(b *bundle.Bundle) {
 // the caller to call Wake then.
 func (m *Manager) Report(job *Job, out Outcome) time.Duration {
 	ready, retryIn := job.Unit.Report(job, out)
+	if out == Transient && m.nDropping.Load() > 0 {
+		// The failed job may have put bundles of a revoked partition back.
+		for _, k := range m.droppingPartitions() {
+			job.Unit.dropPartition(k.topic, k.partition)
+		}
+	}
 	if ready {
 		m.queue.Push(job.Unit)
 	}
@@ -172,11 +198,40 @@ func (m *Manager) Restore(hub, typ string, v bundle.Version) {
 // DropPartition forgets the bundles read from a partition that was revoked
 // and that no worker has taken yet (DESIGN.md §10): the partition's new
 // owner reads them again from the committed position, which is behind
-// them. What is in flight finishes; the caller waits for it.
-func (m *Manager) DropPartition(topic string, partition int32) {
+// them. What is in flight finishes; the caller waits for it. Until the
+// returned end is called, bundles of the partition that a failed write
+// hands back are dropped as well, so what is outstanding of the partition
+// only goes down while the caller waits.
+func (m *Manager) DropPartition(topic string, partition int32) (end func()) {
+	k := partitionKey{topic, partition}
+	m.dropMu.Lock()
+	m.dropping[k]++
+	m.nDropping.Add(1)
+	m.dropMu.Unlock()
 	for _, u := range m.Units() {
 		u.dropPartition(topic, partition)
 	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.dropMu.Lock()
+			if m.dropping[k]--; m.dropping[k] == 0 {
+				delete(m.dropping, k)
+			}
+			m.nDropping.Add(-1)
+			m.dropMu.Unlock()
+		})
+	}
+}
+
+func (m *Manager) droppingPartitions() []partitionKey {
+	m.dropMu.Lock()
+	defer m.dropMu.Unlock()
+	ks := make([]partitionKey, 0, len(m.dropping))
+	for k := range m.dropping {
+		ks = append(ks, k)
+	}
+	return ks
 }
 
 // Lookup returns the unit of hub, if it exists.
@@ -218,7 +273,7 @@ func (m *Manager) unit(hub string) *Unit {
 	if u, ok := m.units[hub]; ok {
 		return u
 	}
-	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.cfg.Types)), created: m.cfg.Now()}
+	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.cfg.Types))}
 	for i, t := range m.cfg.Types {
 		u.slots[i] = slot{info: t, dep: -1, merge: m.cfg.Merge[t.Name]}
 		if t.Rule != bundle.NoDependency {

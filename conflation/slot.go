@@ -27,7 +27,6 @@ type slot struct {
 	attempts              int
 	retryAt               time.Time
 	waitingSince          time.Time // when the oldest pending bundle arrived
-	lastErr               string
 	// skipped counts how often the slot was ready but a higher-priority
 	// one was served instead; see Unit.pickLocked.
 	skipped int

@@ -50,18 +50,18 @@ func (j *Job) Last() *bundle.Bundle { return j.Bundles[len(j.Bundles)-1] }
 // Unit holds the unwritten bundles of one hub.
 //
 // Invariants, under mu: queued means the unit is on the ready queue (at most
-// once); busy means a worker holds a Job from it; never both. Lock order:
-// Unit.mu before committer and metric locks taken by Release; never the
-// ready queue's lock (pushes happen after mu is released).
+// once); busy means a worker holds a Job from it; never both. Unit.mu is
+// a leaf lock: no other lock is taken under it but the metrics' own. What
+// it frees is released to the committer's trackers, and the unit pushed on
+// the ready queue, only after it is unlocked (the releaser).
 type Unit struct {
 	Hub string
 
-	m       *Manager
-	mu      sync.Mutex
-	slots   []slot
-	queued  bool
-	busy    bool
-	created time.Time
+	m      *Manager
+	mu     sync.Mutex
+	slots  []slot
+	queued bool
+	busy   bool
 }
 
 // Insert adds b, replacing an older unwritten bundle of its type. It
@@ -347,7 +347,7 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 		if !s.hasProcessed || v.Newer(s.processed) {
 			s.processed, s.hasProcessed = v, true
 		}
-		s.attempts, s.retryAt, s.lastErr = 0, time.Time{}, ""
+		s.attempts, s.retryAt = 0, time.Time{}
 		for _, b := range job.Bundles {
 			rel.add(b, nil)
 		}

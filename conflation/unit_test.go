@@ -272,3 +272,28 @@ func TestDropPartition(t *testing.T) {
 		t.Fatalf("held %d bytes at the end, want 0", got)
 	}
 }
+
+// TestDropPartitionDropsWhatAFailedWriteHandsBack: while a revocation
+// waits for the partition's in-flight job, that job fails transiently; its
+// bundle must be dropped, not put back, so the partition's outstanding
+// messages reach zero and the wait ends (it used to poll every 5 ms and
+// drop again). After end, a failure puts bundles back as usual.
+func TestDropPartitionDropsWhatAFailedWriteHandsBack(t *testing.T) {
+	f := newFixture(t)
+	f.insert("hub", "heartbeat", v(1, 1), nil)
+	inflight := f.take()
+	end := f.m.DropPartition("t", 0)
+	f.m.Report(inflight, Transient)
+	if got := f.m.HeldBytes(); got != 0 {
+		t.Fatalf("held %d bytes after the failed write of a revoked partition, want 0", got)
+	}
+	end()
+	end() // idempotent
+
+	f.insert("hub", "managedclusters", v(1, 2), nil)
+	j := f.take()
+	f.m.Report(j, Transient)
+	if got := f.m.HeldBytes(); got == 0 {
+		t.Fatal("a failed write after the drop ended was dropped, want it kept for a retry")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
@@ -92,6 +93,13 @@ func decodeClustersPolicies(data []byte) (any, error) {
 		if err := checkName("policyId", policyID); err != nil {
 			return err
 		}
+		if clusters == nil {
+			// Never "placed nowhere": that is said as []. An object without
+			// the list (an older agent's shape, say, with compliant,
+			// nonCompliant and unknown lists instead) would wipe the
+			// policy's placement.
+			return fmt.Errorf("policy %q: clusters is missing or null", policyID)
+		}
 		if err := checkNames("clusters", clusters); err != nil {
 			return fmt.Errorf("policy %q: %w", policyID, err)
 		}
@@ -99,7 +107,7 @@ func decodeClustersPolicies(data []byte) (any, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("clusterspolicies %w", err)
+		return nil, badPayload(fmt.Errorf("clusterspolicies %w", err))
 	}
 	return &ClustersPoliciesPayload{Policies: lastPerPolicy(policies, func(p PolicyClusters) string { return p.PolicyID })}, nil
 }
@@ -180,7 +188,7 @@ func handleClustersPolicies(ctx context.Context, db DB, bundles []*bundle.Bundle
 	}
 	policyIDs, clusters, err := p.pairs()
 	if err != nil {
-		return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("clusterspolicies of hub %q: %w", b.Hub, err)}
+		return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("clusterspolicies of hub %q: %w", b.Hub, err)}
 	}
 	return writePlacement(ctx, db, b.Hub, policyIDs, clusters, len(policyIDs) > stageRowsAbove)
 }

@@ -14,15 +14,16 @@ import (
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // decodePlacementCases are the decoder's table cases, also the fuzz seeds.
 // want lists "policy:cluster,cluster" per policy.
 var decodePlacementCases = []struct {
-	name    string
-	data    string
-	want    []string
-	wantErr string // substring of the error, "" for none
+	name   string
+	data   string
+	want   []string
+	reason deadletter.Reason // the decoder error's dead-letter reason, "" for none
 }{
 	{"empty list", `{"objects":[]}`, []string{}, ""},
 	{"null list", `{"objects":null}`, []string{}, ""},
@@ -30,47 +31,43 @@ var decodePlacementCases = []struct {
 		{"policyId":"p2","clusters":["b","a","b"],"remediationAction":"inform","resourceVersion":"7"},
 		{"policyId":"p1","clusters":["c"]}]}`, []string{"p1:c", "p2:a,b"}, ""},
 	{"policy twice, last wins", `{"objects":[{"policyId":"p1","clusters":["a"]},{"policyId":"p1","clusters":["b"]}]}`, []string{"p1:b"}, ""},
-	{"no clusters", `{"objects":[{"policyId":"p1","clusters":[]},{"policyId":"p2"},{"policyId":"p3","clusters":null}]}`, []string{"p1:", "p2:", "p3:"}, ""},
+	{"placed nowhere, said", `{"objects":[{"policyId":"p1","clusters":[]},{"policyId":"p3","clusters":[]}]}`, []string{"p1:", "p3:"}, ""},
+	{"clusters missing", `{"objects":[{"policyId":"p1","clusters":[]},{"policyId":"p2"}]}`, nil, deadletter.BadPayload},
+	{"clusters null", `{"objects":[{"policyId":"p3","clusters":null}]}`, nil, deadletter.BadPayload},
+	// The v0.4 hub-of-hubs shape: compliance lists instead of clusters.
+	{"compliance lists instead of clusters", `{"objects":[{"policyId":"p1","compliantClusters":["a"],"nonCompliantClusters":["b"],"unknownComplianceClusters":[],"resourceVersion":"3"}]}`, nil, deadletter.BadPayload},
 	{"unknown fields ignored", `{"objects":[{"policyId":"p1","clusters":["a"],"x":{}}],"more":1}`, []string{"p1:a"}, ""},
-	{"missing objects", `{}`, nil, `"objects" is missing`},
-	{"null payload", `null`, nil, "null"},
-	{"objects not a list", `{"objects":{}}`, nil, `"objects"`},
-	{"object not an object", `{"objects":["p1"]}`, nil, "object 0"},
-	{"missing policyId", `{"objects":[{"clusters":["a"]}]}`, nil, "policyId"},
-	{"empty policyId", `{"objects":[{"policyId":"p1"},{"policyId":"","clusters":["a"]}]}`, nil, "object 1: policyId"},
-	{"policyId not a string", `{"objects":[{"policyId":7}]}`, nil, "object 0"},
-	{"empty cluster", `{"objects":[{"policyId":"p1","clusters":["a",""]}]}`, nil, "clusters[1]"},
-	{"null cluster", `{"objects":[{"policyId":"p1","clusters":[null]}]}`, nil, "clusters[0]"},
-	{"cluster not a string", `{"objects":[{"policyId":"p1","clusters":[1]}]}`, nil, "object 0"},
-	{"clusters not a list", `{"objects":[{"policyId":"p1","clusters":"a"}]}`, nil, "object 0"},
-	{"NUL in a name", `{"objects":[{"policyId":"p1","clusters":["a\u0000b"]}]}`, nil, "NUL"},
-	{"remediationAction not a string", `{"objects":[{"policyId":"p1","clusters":[],"remediationAction":1}]}`, nil, "object 0"},
-	{"trailing data", `{"objects":[]}{}`, nil, "payload"},
-	{"empty", ``, nil, "payload"},
+	{"missing objects", `{}`, nil, deadletter.BadPayload},
+	{"null payload", `null`, nil, deadletter.BadPayload},
+	{"objects not a list", `{"objects":{}}`, nil, deadletter.BadPayload},
+	{"object not an object", `{"objects":["p1"]}`, nil, deadletter.BadPayload},
+	{"missing policyId", `{"objects":[{"clusters":["a"]}]}`, nil, deadletter.BadPayload},
+	{"empty policyId", `{"objects":[{"policyId":"p1"},{"policyId":"","clusters":["a"]}]}`, nil, deadletter.BadPayload},
+	{"policyId not a string", `{"objects":[{"policyId":7}]}`, nil, deadletter.BadPayload},
+	{"empty cluster", `{"objects":[{"policyId":"p1","clusters":["a",""]}]}`, nil, deadletter.BadPayload},
+	{"null cluster", `{"objects":[{"policyId":"p1","clusters":[null]}]}`, nil, deadletter.BadPayload},
+	{"cluster not a string", `{"objects":[{"policyId":"p1","clusters":[1]}]}`, nil, deadletter.BadPayload},
+	{"clusters not a list", `{"objects":[{"policyId":"p1","clusters":"a"}]}`, nil, deadletter.BadPayload},
+	{"NUL in a name", `{"objects":[{"policyId":"p1","clusters":["a\u0000b"]}]}`, nil, deadletter.BadPayload},
+	{"remediationAction not a string", `{"objects":[{"policyId":"p1","clusters":[],"remediationAction":1}]}`, nil, deadletter.BadPayload},
+	{"trailing data", `{"objects":[]}{}`, nil, deadletter.BadPayload},
+	{"empty", ``, nil, deadletter.BadPayload},
 }
 
 func TestDecodeClustersPolicies(t *testing.T) {
-	for _, tt := range decodePlacementCases {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := decodeClustersPolicies([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("decode(%s) error = %v, want one mentioning %q", tt.data, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("decode(%s): %v", tt.data, err)
-			}
-			got := []string{}
-			for _, pc := range p.(*ClustersPoliciesPayload).Policies {
-				got = append(got, pc.PolicyID+":"+strings.Join(pc.Clusters, ","))
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("policies = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	rows := decodePlacementCases
+	runDecodeCases(t, decodeClustersPolicies, len(rows), func(i int) decodeCase {
+		return decodeCase{rows[i].name, rows[i].data, rows[i].reason}
+	}, func(t *testing.T, i int, p any) {
+		tt := rows[i]
+		got := []string{}
+		for _, pc := range p.(*ClustersPoliciesPayload).Policies {
+			got = append(got, pc.PolicyID+":"+strings.Join(pc.Clusters, ","))
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("policies = %v, want %v", got, tt.want)
+		}
+	})
 }
 
 // FuzzDecodeClustersPolicies: whatever a hub sends, the decoder must not
@@ -219,7 +216,7 @@ func TestClustersPoliciesBadPayload(t *testing.T) {
 	} {
 		applied, err := apply(t, pool, newBundle("hub-bad", "clusterspolicies", v, p))
 		var pe *PermanentError
-		if applied || !errors.As(err, &pe) || pe.Reason != ReasonBadPayload {
+		if applied || !errors.As(err, &pe) || pe.Reason != deadletter.BadPayload {
 			t.Errorf("Apply(%+v) = %v, %v; want a bad_payload PermanentError", p, applied, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
@@ -105,7 +106,7 @@ func decodeCompliance(data []byte) (any, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compliance %w", err)
+		return nil, badPayload(fmt.Errorf("compliance %w", err))
 	}
 	return &CompliancePayload{Policies: lastPerPolicy(policies, func(p PolicyCompliance) string { return p.PolicyID })}, nil
 }
@@ -127,18 +128,16 @@ func (r *complianceRows) len() int { return len(r.policyIDs) }
 
 // rows returns the listed rows of p in key order, checking that p is
 // normalised as the decoder leaves it.
-func (p *CompliancePayload) rows() (policyIDs []string, rows complianceRows, err error) {
+func (p *CompliancePayload) rows() (rows complianceRows, err error) {
 	n := 0
 	for _, pc := range p.Policies {
 		n += len(pc.NonCompliant) + len(pc.Unknown)
 	}
-	policyIDs = make([]string, len(p.Policies))
 	rows = complianceRows{make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)}
 	for i, pc := range p.Policies {
 		if pc.PolicyID == "" || (i > 0 && p.Policies[i-1].PolicyID >= pc.PolicyID) {
-			return nil, rows, fmt.Errorf("policy %d (%q) is empty or out of order", i, pc.PolicyID)
+			return rows, fmt.Errorf("policy %d (%q) is empty or out of order", i, pc.PolicyID)
 		}
-		policyIDs[i] = pc.PolicyID
 		// Merge the two sorted, disjoint lists into one sorted run.
 		nc, unk := pc.NonCompliant, pc.Unknown
 		last := ""
@@ -151,13 +150,13 @@ func (p *CompliancePayload) rows() (policyIDs []string, rows complianceRows, err
 				c, s, unk = unk[0], UnknownCompliance, unk[1:]
 			}
 			if c == "" || c <= last {
-				return nil, rows, fmt.Errorf("policy %q: cluster %q is empty, listed twice or out of order", pc.PolicyID, c)
+				return rows, fmt.Errorf("policy %q: cluster %q is empty, listed twice or out of order", pc.PolicyID, c)
 			}
 			last = c
 			rows.add(pc.PolicyID, c, s)
 		}
 	}
-	return policyIDs, rows, nil
+	return rows, nil
 }
 
 // Statements of the compliance handler. Rows are matched on the primary
@@ -174,7 +173,7 @@ func (p *CompliancePayload) rows() (policyIDs []string, rows complianceRows, err
 // written at all (no new row version, updated_at kept).
 const (
 	unnestComplianceRows = `unnest($2::text[], $3::text[], $4::text[]) AS s(policy_id, cluster_name, compliance)`
-	unnestListedPairs    = `unnest($3::text[], $4::text[]) AS s(policy_id, cluster_name)`
+	unnestListedPairs    = `unnest($2::text[], $3::text[]) AS s(policy_id, cluster_name)`
 	stagedComplianceRows = `pg_temp.stb_compliance_rows AS s`
 
 	updateListedHead = `
@@ -185,15 +184,19 @@ FROM `
 WHERE t.hub = $1 AND t.policy_id = s.policy_id AND t.cluster_name = s.cluster_name
   AND t.compliance <> s.compliance`
 
-	// updateOthersHead..Tail sets every other row of the listed policies
-	// ($2) compliant: NOT EXISTS over the listed rows plans as an
-	// anti-join against the hub's rows of those policies, read through
-	// the primary key. It reads all those rows (about 100 ms for 135,000)
-	// but writes only the ones that change.
+	// updateOthersHead..Tail sets every other row of the hub compliant,
+	// of the listed policies and of the policies the report leaves out
+	// alike: a complete report is the whole truth for its hub, and agents
+	// never list a policy whose clusters are all compliant (the hub-of-hubs
+	// leaf-hub status sync: "don't send in the bundle a policy where all
+	// clusters are compliant"). NOT EXISTS over the listed rows plans as an
+	// anti-join against the hub's rows, read through the primary key. It
+	// reads all of them (about 100 ms for 135,000) but writes only the
+	// ones that change.
 	updateOthersHead = `
 UPDATE status.compliance AS t
 SET compliance = 'compliant', updated_at = now()
-WHERE t.hub = $1 AND t.policy_id = ANY($2::text[]) AND t.compliance <> 'compliant'
+WHERE t.hub = $1 AND t.compliance <> 'compliant'
   AND NOT EXISTS (SELECT 1 FROM `
 	updateOthersTail = `
 	WHERE s.policy_id = t.policy_id AND s.cluster_name = t.cluster_name)`
@@ -213,9 +216,10 @@ DROP TABLE IF EXISTS pg_temp.stb_compliance_rows;
 CREATE TEMP TABLE stb_compliance_rows (policy_id text, cluster_name text, compliance text) ON COMMIT DROP`
 )
 
-// handleCompliance writes the last compliance bundle of the group: for
-// each listed policy, its listed clusters become non_compliant or unknown
-// and all its other rows compliant; policies not listed keep their rows.
+// handleCompliance writes the last compliance bundle of the group: its
+// listed clusters become non_compliant or unknown and every other row of
+// the hub compliant, including the rows of policies the bundle does not
+// mention (real agents leave fully compliant policies out).
 // It is two UPDATEs whatever the size, sent as one batch, after copying the
 // listed rows into a temporary table when there are many.
 //
@@ -229,19 +233,17 @@ func handleCompliance(ctx context.Context, db DB, bundles []*bundle.Bundle) erro
 	if err != nil {
 		return err
 	}
-	policyIDs, rows, err := p.rows()
+	rows, err := p.rows()
 	if err != nil {
-		return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("compliance of hub %q: %w", b.Hub, err)}
+		return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("compliance of hub %q: %w", b.Hub, err)}
 	}
-	return writeCompliance(ctx, db, b.Hub, policyIDs, rows, rows.len() > stageRowsAbove)
+	return writeCompliance(ctx, db, b.Hub, rows, rows.len() > stageRowsAbove)
 }
 
 // writeCompliance runs the two statements of the compliance handler,
 // staging the rows in a temporary table first when staged is set.
-func writeCompliance(ctx context.Context, db DB, hub string, policyIDs []string, rows complianceRows, staged bool) error {
-	if len(policyIDs) == 0 {
-		return nil // nothing listed, nothing to change
-	}
+func writeCompliance(ctx context.Context, db DB, hub string, rows complianceRows, staged bool) error {
+	// An empty report is a hub all of whose placed clusters comply.
 	if staged {
 		if err := stage(ctx, db, createComplianceStageSQL, "stb_compliance_rows",
 			[]string{"policy_id", "cluster_name", "compliance"}, rows.policyIDs, rows.clusters, rows.states); err != nil {
@@ -249,9 +251,9 @@ func writeCompliance(ctx context.Context, db DB, hub string, policyIDs []string,
 		}
 		return execBatch(ctx, db,
 			statement{"update listed compliance", updateListedStagedSQL, []any{hub}},
-			statement{"set other clusters compliant", updateOthersStagedSQL, []any{hub, policyIDs}})
+			statement{"set other clusters compliant", updateOthersStagedSQL, []any{hub}})
 	}
 	return execBatch(ctx, db,
 		statement{"update listed compliance", updateListedSQL, []any{hub, rows.policyIDs, rows.clusters, rows.states}},
-		statement{"set other clusters compliant", updateOthersSQL, []any{hub, policyIDs, rows.policyIDs, rows.clusters}})
+		statement{"set other clusters compliant", updateOthersSQL, []any{hub, rows.policyIDs, rows.clusters}})
 }

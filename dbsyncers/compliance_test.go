@@ -14,57 +14,56 @@ import (
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // decodeComplianceCases are the decoder's table cases, also the fuzz
 // seeds. want lists "policy:nonCompliant|unknown" per policy.
 var decodeComplianceCases = []struct {
-	name    string
-	data    string
-	want    []string
-	wantErr string // substring of the error, "" for none
+	name   string
+	data   string
+	want   []string
+	reason deadletter.Reason // the decoder error's dead-letter reason, "" for none
 }{
 	{"empty list", `{"objects":[]}`, []string{}, ""},
+	// The hub-of-hubs agents put their own bookkeeping in the payload:
+	// the hub's name and the bundle's generation (and, in deltas, the
+	// base's). The CloudEvent's extversion and extdependencyversion are
+	// the versions STB goes by; these are ignored, whatever they say.
+	{"hub-of-hubs bundle fields ignored", `{"objects":[{"policyId":"p1","nonCompliantClusters":["a"],"unknownComplianceClusters":[],"resourceVersion":"12"}],
+		"leafHubName":"hub1","generation":99,"incarnation":3,"baseBundleGeneration":5}`, []string{"p1:a|"}, ""},
 	{"sorted and deduplicated", `{"objects":[
 		{"policyId":"p2","nonCompliantClusters":["b","a","b"],"unknownComplianceClusters":["d","c","d"],"resourceVersion":"3"},
 		{"policyId":"p1","nonCompliantClusters":[],"unknownComplianceClusters":[]}]}`, []string{"p1:|", "p2:a,b|c,d"}, ""},
 	{"non-compliant wins over unknown", `{"objects":[{"policyId":"p1","nonCompliantClusters":["a","b"],"unknownComplianceClusters":["b","c","a"]}]}`, []string{"p1:a,b|c"}, ""},
 	{"null and missing lists", `{"objects":[{"policyId":"p1","nonCompliantClusters":null},{"policyId":"p2"}]}`, []string{"p1:|", "p2:|"}, ""},
 	{"policy twice, last wins", `{"objects":[{"policyId":"p1","nonCompliantClusters":["a"]},{"policyId":"p1","unknownComplianceClusters":["a"]}]}`, []string{"p1:|a"}, ""},
-	{"missing objects", `{}`, nil, `"objects" is missing`},
-	{"array payload", `[]`, nil, "payload"},
-	{"missing policyId", `{"objects":[{"nonCompliantClusters":["a"]}]}`, nil, "policyId"},
-	{"policyId not a string", `{"objects":[{"policyId":["p1"]}]}`, nil, "object 0"},
-	{"empty non-compliant cluster", `{"objects":[{"policyId":"p1","nonCompliantClusters":[""]}]}`, nil, "nonCompliantClusters[0]"},
-	{"null unknown cluster", `{"objects":[{"policyId":"p1","unknownComplianceClusters":["a",null]}]}`, nil, "unknownComplianceClusters[1]"},
-	{"cluster not a string", `{"objects":[{"policyId":"p1","nonCompliantClusters":[true]}]}`, nil, "object 0"},
-	{"list not a list", `{"objects":[{"policyId":"p1","unknownComplianceClusters":{}}]}`, nil, "object 0"},
-	{"NUL in a policy id", `{"objects":[{"policyId":"p\u00001"}]}`, nil, "NUL"},
-	{"bad JSON", `{"objects":[{"policyId":"p1"]}`, nil, "payload"},
+	{"missing objects", `{}`, nil, deadletter.BadPayload},
+	{"array payload", `[]`, nil, deadletter.BadPayload},
+	{"missing policyId", `{"objects":[{"nonCompliantClusters":["a"]}]}`, nil, deadletter.BadPayload},
+	{"policyId not a string", `{"objects":[{"policyId":["p1"]}]}`, nil, deadletter.BadPayload},
+	{"empty non-compliant cluster", `{"objects":[{"policyId":"p1","nonCompliantClusters":[""]}]}`, nil, deadletter.BadPayload},
+	{"null unknown cluster", `{"objects":[{"policyId":"p1","unknownComplianceClusters":["a",null]}]}`, nil, deadletter.BadPayload},
+	{"cluster not a string", `{"objects":[{"policyId":"p1","nonCompliantClusters":[true]}]}`, nil, deadletter.BadPayload},
+	{"list not a list", `{"objects":[{"policyId":"p1","unknownComplianceClusters":{}}]}`, nil, deadletter.BadPayload},
+	{"NUL in a policy id", `{"objects":[{"policyId":"p\u00001"}]}`, nil, deadletter.BadPayload},
+	{"bad JSON", `{"objects":[{"policyId":"p1"]}`, nil, deadletter.BadPayload},
 }
 
 func TestDecodeCompliance(t *testing.T) {
-	for _, tt := range decodeComplianceCases {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := decodeCompliance([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("decode(%s) error = %v, want one mentioning %q", tt.data, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("decode(%s): %v", tt.data, err)
-			}
-			got := []string{}
-			for _, pc := range p.(*CompliancePayload).Policies {
-				got = append(got, pc.PolicyID+":"+strings.Join(pc.NonCompliant, ",")+"|"+strings.Join(pc.Unknown, ","))
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("policies = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	rows := decodeComplianceCases
+	runDecodeCases(t, decodeCompliance, len(rows), func(i int) decodeCase {
+		return decodeCase{rows[i].name, rows[i].data, rows[i].reason}
+	}, func(t *testing.T, i int, p any) {
+		tt := rows[i]
+		got := []string{}
+		for _, pc := range p.(*CompliancePayload).Policies {
+			got = append(got, pc.PolicyID+":"+strings.Join(pc.NonCompliant, ",")+"|"+strings.Join(pc.Unknown, ","))
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("policies = %v, want %v", got, tt.want)
+		}
+	})
 }
 
 // FuzzDecodeCompliance: whatever a hub sends, the decoder must not panic,
@@ -78,7 +77,7 @@ func FuzzDecodeCompliance(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, _, err := p.(*CompliancePayload).rows(); err != nil {
+		if _, err := p.(*CompliancePayload).rows(); err != nil {
 			t.Errorf("decoded payload is not normalised: %v", err)
 		}
 	})
@@ -88,12 +87,12 @@ func FuzzDecodeCompliance(f *testing.F) {
 // writeCompliance in a transaction of its own.
 func writeComplianceTx(t *testing.T, pool *pgxpool.Pool, hub string, data []byte, staged bool) {
 	t.Helper()
-	policyIDs, rows, err := mustDecode(t, "compliance", data).(*CompliancePayload).rows()
+	rows, err := mustDecode(t, "compliance", data).(*CompliancePayload).rows()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-		return writeCompliance(t.Context(), tx, hub, policyIDs, rows, staged)
+		return writeCompliance(t.Context(), tx, hub, rows, staged)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,29 +113,31 @@ func TestCompliance(t *testing.T) {
 		wantWrites []string
 	}{
 		{
-			name: "listed set, others of listed policies compliant, unlisted policy untouched",
+			name: "listed set, every other placed pair compliant, of an omitted policy too",
 			data: objectsData(policyCompliance("p1", nc("a"), nc("b")), policyCompliance("p2", nil, nil)),
 			want: map[string]string{
 				"p1/a": "non_compliant", "p1/b": "unknown", "p1/c": "compliant", "p1/d": "compliant",
-				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "unknown",
+				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "compliant",
 			},
-			// p1/b was unknown already: not rewritten.
-			wantWrites: []string{"p1/a", "p1/c", "p1/d", "p2/a", "p2/b"},
+			// p1/b was unknown already: not rewritten. p3 is not in the
+			// report: real agents leave out a policy whose clusters all
+			// comply, so its pair is compliant (it used to stay unknown).
+			wantWrites: []string{"p1/a", "p1/c", "p1/d", "p2/a", "p2/b", "p3/a"},
 		},
 		{
 			name: "the same report writes nothing",
 			data: objectsData(policyCompliance("p2", nil, nil), policyCompliance("p1", nc("a"), nc("b"))),
 			want: map[string]string{
 				"p1/a": "non_compliant", "p1/b": "unknown", "p1/c": "compliant", "p1/d": "compliant",
-				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "unknown",
+				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "compliant",
 			},
 		},
 		{
-			name: "cluster without a row is not inserted, p2 not listed keeps its rows",
+			name: "cluster without a row is not inserted, omitted p2 stays compliant",
 			data: objectsData(policyCompliance("p1", nc("b", "x"), nil), policyCompliance("p4", nc("a"), nil)),
 			want: map[string]string{
 				"p1/a": "compliant", "p1/b": "non_compliant", "p1/c": "compliant", "p1/d": "compliant",
-				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "unknown",
+				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "compliant",
 			},
 			wantWrites: []string{"p1/a", "p1/b"},
 		},
@@ -145,17 +146,37 @@ func TestCompliance(t *testing.T) {
 			data: objectsData(policyCompliance("p1", nc("a", "c"), nc("c", "d"))),
 			want: map[string]string{
 				"p1/a": "non_compliant", "p1/b": "compliant", "p1/c": "non_compliant", "p1/d": "unknown",
-				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "unknown",
+				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "compliant",
 			},
 			wantWrites: []string{"p1/a", "p1/b", "p1/c", "p1/d"},
 		},
 		{
-			name: "empty report changes nothing",
+			// An agent whose every policy complies sends an empty report.
+			name: "empty report: everything placed is compliant",
 			data: objectsData(),
 			want: map[string]string{
-				"p1/a": "non_compliant", "p1/b": "compliant", "p1/c": "non_compliant", "p1/d": "unknown",
-				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "unknown",
+				"p1/a": "compliant", "p1/b": "compliant", "p1/c": "compliant", "p1/d": "compliant",
+				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "compliant",
 			},
+			wantWrites: []string{"p1/a", "p1/c", "p1/d"},
+		},
+		{
+			name: "a policy disappears from the report: its pairs become compliant",
+			data: objectsData(policyCompliance("p2", nc("a"), nil)),
+			want: map[string]string{
+				"p1/a": "compliant", "p1/b": "compliant", "p1/c": "compliant", "p1/d": "compliant",
+				"p2/a": "non_compliant", "p2/b": "compliant", "p3/a": "compliant",
+			},
+			wantWrites: []string{"p2/a"},
+		},
+		{
+			name: "then p1 fails again and p2 leaves the report",
+			data: objectsData(policyCompliance("p1", nil, nc("d"))),
+			want: map[string]string{
+				"p1/a": "compliant", "p1/b": "compliant", "p1/c": "compliant", "p1/d": "unknown",
+				"p2/a": "compliant", "p2/b": "compliant", "p3/a": "compliant",
+			},
+			wantWrites: []string{"p1/d", "p2/a"},
 		},
 	}
 	for _, staged := range []bool{false, true} {
@@ -201,7 +222,8 @@ func TestComplianceApply(t *testing.T) {
 		want map[string]int // compliance → rows
 	}{
 		{"clusterspolicies", objectsData(placement("p1", clusters...), placement("p2", "c00000")), map[string]int{"unknown": n + 1}},
-		{"compliance", objectsData(policyCompliance("p1", clusters[:10], clusters[10:20])), map[string]int{"non_compliant": 10, "unknown": 11, "compliant": n - 20}},
+		// p2 is left out of the report: its pair is compliant.
+		{"compliance", objectsData(policyCompliance("p1", clusters[:10], clusters[10:20])), map[string]int{"non_compliant": 10, "unknown": 10, "compliant": n - 19}},
 		// Above stageRowsAbove: the staged path.
 		{"compliance", objectsData(policyCompliance("p1", clusters[1:], nil), policyCompliance("p2", nil, nil)), map[string]int{"non_compliant": n - 1, "compliant": 2}},
 	} {
@@ -224,17 +246,17 @@ func TestStageTwiceInOneTransaction(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
 	writePlacementTx(t, pool, "hub-twice", objectsData(placement("p1", "a", "b")), true)
-	report := func(nc ...string) ([]string, complianceRows) {
-		policyIDs, rows, err := mustDecode(t, "compliance", objectsData(policyCompliance("p1", nc, nil))).(*CompliancePayload).rows()
+	report := func(nc ...string) complianceRows {
+		rows, err := mustDecode(t, "compliance", objectsData(policyCompliance("p1", nc, nil))).(*CompliancePayload).rows()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return policyIDs, rows
+		return rows
 	}
 	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 		for _, nc := range [][]string{{"a"}, {"b"}} {
-			policyIDs, rows := report(nc...)
-			if err := writeCompliance(t.Context(), tx, "hub-twice", policyIDs, rows, true); err != nil {
+			rows := report(nc...)
+			if err := writeCompliance(t.Context(), tx, "hub-twice", rows, true); err != nil {
 				return err
 			}
 		}
@@ -259,7 +281,7 @@ func TestComplianceBadPayload(t *testing.T) {
 	} {
 		applied, err := apply(t, pool, newBundle("hub-bad", "compliance", v, p))
 		var pe *PermanentError
-		if applied || !errors.As(err, &pe) || pe.Reason != ReasonBadPayload {
+		if applied || !errors.As(err, &pe) || pe.Reason != deadletter.BadPayload {
 			t.Errorf("Apply(%+v) = %v, %v; want a bad_payload PermanentError", p, applied, err)
 		}
 	}

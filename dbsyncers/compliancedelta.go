@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
@@ -113,7 +114,7 @@ func decodeComplianceDelta(data []byte) (any, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("compliancedelta %w", err)
+		return nil, badPayload(fmt.Errorf("compliancedelta %w", err))
 	}
 	slices.SortFunc(changes, func(a, b ranked) int {
 		return cmp.Or(compareChange(a.ComplianceChange, b.ComplianceChange), cmp.Compare(a.rank, b.rank))
@@ -189,7 +190,7 @@ func foldComplianceDeltas(bundles []*bundle.Bundle) ([]ComplianceChange, error) 
 		for i, c := range p.Changes {
 			if c.PolicyID == "" || c.Cluster == "" || c.State < Compliant || c.State > UnknownCompliance ||
 				(i > 0 && compareChange(p.Changes[i-1], c) >= 0) {
-				return nil, &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf(
+				return nil, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf(
 					"compliancedelta %s of hub %q: change %d (%q, %q, %v) is empty, invalid, listed twice or out of order",
 					b.Version, b.Hub, i, c.PolicyID, c.Cluster, c.State)}
 			}
@@ -231,7 +232,7 @@ const updateDeltaSQL = updateListedHead + unnestComplianceRows + updateListedTai
 // When the hub's stored compliance is not at exactly the group's base the
 // deltas describe changes to a state the database does not hold: the
 // handler writes nothing and returns a *PermanentError with reason
-// ReasonStaleBase. Conflation units hold deltas back until their base is
+// deadletter.StaleBase. Conflation units hold deltas back until their base is
 // written and drop those on replaced bases, so this is a defence in depth
 // against, for example, a second replica writing the same hub.
 func handleComplianceDelta(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
@@ -239,11 +240,11 @@ func handleComplianceDelta(ctx context.Context, db DB, bundles []*bundle.Bundle)
 	base := last.Dependency
 	for _, b := range bundles {
 		if !b.HasDependency {
-			return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf(
+			return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf(
 				"compliancedelta %s of hub %q has no base version (extdependencyversion)", b.Version, b.Hub)}
 		}
 		if b.Dependency != base {
-			return &PermanentError{Reason: ReasonBadGroup, Err: fmt.Errorf(
+			return &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf(
 				"compliancedelta group of hub %q mixes bases %s and %s", b.Hub, b.Dependency, base)}
 		}
 	}
@@ -282,7 +283,7 @@ func handleComplianceDelta(ctx context.Context, db DB, bundles []*bundle.Bundle)
 		if found {
 			have = stored.String()
 		}
-		return &PermanentError{Reason: ReasonStaleBase, Err: fmt.Errorf(
+		return &PermanentError{Reason: deadletter.StaleBase, Err: fmt.Errorf(
 			"compliancedelta group of hub %q is on compliance %s, the database holds %s", last.Hub, base, have)}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // change returns a ComplianceChange from "policy/cluster=state", state one
@@ -35,10 +36,10 @@ func changes(ss ...string) *ComplianceDeltaPayload {
 
 // decodeDeltaCases are the decoder's table cases, also the fuzz seeds.
 var decodeDeltaCases = []struct {
-	name    string
-	data    string
-	want    *ComplianceDeltaPayload
-	wantErr string // substring of the error, "" for none
+	name   string
+	data   string
+	want   *ComplianceDeltaPayload
+	reason deadletter.Reason // the decoder error's dead-letter reason, "" for none
 }{
 	{"empty list", `{"objects":[]}`, changes(), ""},
 	{"sorted by policy and cluster", `{"objects":[
@@ -53,34 +54,26 @@ var decodeDeltaCases = []struct {
 		{"policyId":"p1","compliantClusters":["a"]}]}`,
 		changes("p1/a=c", "p1/b=n"), ""},
 	{"null lists", `{"objects":[{"policyId":"p1","compliantClusters":null}]}`, changes(), ""},
-	{"missing objects", `{"policyId":"p1"}`, nil, `"objects" is missing`},
-	{"missing policyId", `{"objects":[{"compliantClusters":["a"]}]}`, nil, "policyId"},
-	{"empty compliant cluster", `{"objects":[{"policyId":"p1","compliantClusters":[""]}]}`, nil, "compliantClusters[0]"},
-	{"empty unknown cluster", `{"objects":[{"policyId":"p1","unknownComplianceClusters":["a",""]}]}`, nil, "unknownComplianceClusters[1]"},
-	{"cluster not a string", `{"objects":[{"policyId":"p1","nonCompliantClusters":[{}]}]}`, nil, "object 0"},
-	{"object not an object", `{"objects":[[]]}`, nil, "object 0"},
-	{"NUL in a cluster", `{"objects":[{"policyId":"p1","compliantClusters":["\u0000"]}]}`, nil, "NUL"},
-	{"truncated", `{"objects":[{"policyId":"p1"`, nil, "payload"},
+	{"missing objects", `{"policyId":"p1"}`, nil, deadletter.BadPayload},
+	{"missing policyId", `{"objects":[{"compliantClusters":["a"]}]}`, nil, deadletter.BadPayload},
+	{"empty compliant cluster", `{"objects":[{"policyId":"p1","compliantClusters":[""]}]}`, nil, deadletter.BadPayload},
+	{"empty unknown cluster", `{"objects":[{"policyId":"p1","unknownComplianceClusters":["a",""]}]}`, nil, deadletter.BadPayload},
+	{"cluster not a string", `{"objects":[{"policyId":"p1","nonCompliantClusters":[{}]}]}`, nil, deadletter.BadPayload},
+	{"object not an object", `{"objects":[[]]}`, nil, deadletter.BadPayload},
+	{"NUL in a cluster", `{"objects":[{"policyId":"p1","compliantClusters":["\u0000"]}]}`, nil, deadletter.BadPayload},
+	{"truncated", `{"objects":[{"policyId":"p1"`, nil, deadletter.BadPayload},
 }
 
 func TestDecodeComplianceDelta(t *testing.T) {
-	for _, tt := range decodeDeltaCases {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := decodeComplianceDelta([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("decode(%s) error = %v, want one mentioning %q", tt.data, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("decode(%s): %v", tt.data, err)
-			}
-			if !reflect.DeepEqual(p, tt.want) {
-				t.Errorf("decode = %+v, want %+v", p, tt.want)
-			}
-		})
-	}
+	rows := decodeDeltaCases
+	runDecodeCases(t, decodeComplianceDelta, len(rows), func(i int) decodeCase {
+		return decodeCase{rows[i].name, rows[i].data, rows[i].reason}
+	}, func(t *testing.T, i int, p any) {
+		tt := rows[i]
+		if !reflect.DeepEqual(p, tt.want) {
+			t.Errorf("decode = %+v, want %+v", p, tt.want)
+		}
+	})
 }
 
 // FuzzDecodeComplianceDelta: whatever a hub sends, the decoder must not
@@ -183,7 +176,7 @@ func TestComplianceDelta(t *testing.T) {
 		name       string
 		group      func(hub string) []*bundle.Bundle
 		want       map[string]string
-		wantReason string // PermanentError reason, "" for success
+		wantReason deadletter.Reason // PermanentError reason, "" for success
 	}{
 		{"one delta", func(hub string) []*bundle.Bundle {
 			return []*bundle.Bundle{deltaBundle(hub, 6, base, changes("p1/a=c", "p1/b=u"))}
@@ -200,24 +193,24 @@ func TestComplianceDelta(t *testing.T) {
 		}, map[string]string{"p1/a": "non_compliant", "p1/b": "compliant", "p1/c": "compliant", "p2/a": "non_compliant"}, ""},
 		{"older base", func(hub string) []*bundle.Bundle {
 			return []*bundle.Bundle{deltaBundle(hub, 6, bundle.Version{Incarnation: 1, Generation: 4}, changes("p1/a=c"))}
-		}, initial, ReasonStaleBase},
+		}, initial, deadletter.StaleBase},
 		{"newer base", func(hub string) []*bundle.Bundle {
 			return []*bundle.Bundle{deltaBundle(hub, 6, bundle.Version{Incarnation: 2, Generation: 0}, changes("p1/a=c"))}
-		}, initial, ReasonStaleBase},
+		}, initial, deadletter.StaleBase},
 		{"mixed bases", func(hub string) []*bundle.Bundle {
 			return []*bundle.Bundle{
 				deltaBundle(hub, 6, base, changes("p1/a=c")),
 				deltaBundle(hub, 7, bundle.Version{Incarnation: 1, Generation: 6}, changes("p1/b=n")),
 			}
-		}, initial, ReasonBadGroup},
+		}, initial, deadletter.BadGroup},
 		{"no base", func(hub string) []*bundle.Bundle {
 			b := deltaBundle(hub, 6, base, changes("p1/a=c"))
 			b.HasDependency = false
 			return []*bundle.Bundle{b}
-		}, initial, ReasonBadPayload},
+		}, initial, deadletter.BadPayload},
 		{"unsorted payload", func(hub string) []*bundle.Bundle {
 			return []*bundle.Bundle{deltaBundle(hub, 6, base, changes("p1/b=c", "p1/a=c"))}
-		}, initial, ReasonBadPayload},
+		}, initial, deadletter.BadPayload},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,7 +258,7 @@ func TestComplianceDelta(t *testing.T) {
 		stale := deltaBundle(hub, 6, bundle.Version{Incarnation: 1, Generation: 4}, changes("p1/a=c", "p1/b=n"))
 		err = handleComplianceDelta(t.Context(), tx, []*bundle.Bundle{stale})
 		var pe *PermanentError
-		if !errors.As(err, &pe) || pe.Reason != ReasonStaleBase {
+		if !errors.As(err, &pe) || pe.Reason != deadletter.StaleBase {
 			t.Fatalf("handle = %v, want a stale_base PermanentError", err)
 		}
 		var written int
@@ -281,7 +274,7 @@ func TestComplianceDelta(t *testing.T) {
 	t.Run("hub without compliance", func(t *testing.T) {
 		applied, err := apply(t, pool, deltaBundle("hub-nobase", 6, base, changes("p1/a=c")))
 		var pe *PermanentError
-		if applied || !errors.As(err, &pe) || pe.Reason != ReasonStaleBase {
+		if applied || !errors.As(err, &pe) || pe.Reason != deadletter.StaleBase {
 			t.Fatalf("Apply = %v, %v; want a stale_base PermanentError", applied, err)
 		}
 	})

@@ -27,7 +27,7 @@ func Heartbeat() Syncer {
 // send; the objects, if any, are ignored.
 func decodeHeartbeat(data []byte) (any, error) {
 	if err := eachObject(data, false, func() {}, nil); err != nil {
-		return nil, fmt.Errorf("heartbeat %w", err)
+		return nil, badPayload(fmt.Errorf("heartbeat %w", err))
 	}
 	return &HeartbeatPayload{}, nil
 }

@@ -6,40 +6,29 @@ import (
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 func TestDecodeHeartbeat(t *testing.T) {
-	tests := []struct {
-		name    string
-		data    string
-		wantErr bool
-	}{
-		{"empty object", `{}`, false},
-		{"empty objects", `{"objects":[]}`, false},
-		{"null objects", `{"objects":null}`, false},
-		{"objects ignored", `{"objects":[{"x":1}]}`, false},
-		{"extra member", `{"objects":[],"agent":"v2"}`, false},
-		{"null", `null`, true},
-		{"array", `[]`, true},
-		{"string", `"alive"`, true},
-		{"objects not a list", `{"objects":{}}`, true},
-		{"truncated", `{"objects":[`, true},
-		{"trailing data", `{} {}`, true},
-		{"empty", ``, true},
+	rows := []decodeCase{
+		{"empty object", `{}`, ""},
+		{"empty objects", `{"objects":[]}`, ""},
+		{"null objects", `{"objects":null}`, ""},
+		{"objects ignored", `{"objects":[{"x":1}]}`, ""},
+		{"extra member", `{"objects":[],"agent":"v2"}`, ""},
+		{"null", `null`, deadletter.BadPayload},
+		{"array", `[]`, deadletter.BadPayload},
+		{"string", `"alive"`, deadletter.BadPayload},
+		{"objects not a list", `{"objects":{}}`, deadletter.BadPayload},
+		{"truncated", `{"objects":[`, deadletter.BadPayload},
+		{"trailing data", `{} {}`, deadletter.BadPayload},
+		{"empty", ``, deadletter.BadPayload},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := decodeHeartbeat([]byte(tt.data))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("decode(%s) error = %v, want error %v", tt.data, err, tt.wantErr)
-			}
-			if err == nil {
-				if _, ok := p.(*HeartbeatPayload); !ok {
-					t.Errorf("decode(%s) = %T, want *HeartbeatPayload", tt.data, p)
-				}
-			}
-		})
-	}
+	runDecodeCases(t, decodeHeartbeat, len(rows), func(i int) decodeCase { return rows[i] }, func(t *testing.T, i int, p any) {
+		if _, ok := p.(*HeartbeatPayload); !ok {
+			t.Errorf("decode(%s) = %T, want *HeartbeatPayload", rows[i].data, p)
+		}
+	})
 }
 
 func TestHeartbeat(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // clusterJSON returns a ManagedCluster object like the ones hubs send,
@@ -209,4 +210,37 @@ func changedRows(before, after map[string]complianceRow) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// decodeCase is what every decoder table row has: its name, the event
+// data (rows are also fuzz seeds), and the dead-letter reason the
+// decoder's error must carry, "" when the data decodes.
+type decodeCase struct {
+	name, data string
+	reason     deadletter.Reason
+}
+
+// runDecodeCases runs decode over a table of n rows. A row with a reason
+// must fail with an error carrying that reason (the one the message is
+// then rejected with, whatever the error says); a row without must decode,
+// and check looks at the payload.
+func runDecodeCases(t *testing.T, decode func([]byte) (any, error), n int, row func(i int) decodeCase, check func(t *testing.T, i int, payload any)) {
+	t.Helper()
+	for i := range n {
+		c := row(i)
+		t.Run(c.name, func(t *testing.T) {
+			p, err := decode([]byte(c.data))
+			if c.reason != "" {
+				var r deadletter.Reasoned
+				if !errors.As(err, &r) || r.DeadLetterReason() != c.reason {
+					t.Fatalf("decode(%s) error = %v, want one with dead-letter reason %q", c.data, err, c.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decode(%s): %v", c.data, err)
+			}
+			check(t, i, p)
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
@@ -78,7 +79,7 @@ func decodeManagedClusters(data []byte) (any, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("managedclusters %w", err)
+		return nil, badPayload(fmt.Errorf("managedclusters %w", err))
 	}
 	return &ManagedClustersPayload{Clusters: normalize(clusters)}, nil
 }
@@ -159,7 +160,7 @@ func handleManagedClusters(ctx context.Context, db DB, bundles []*bundle.Bundle)
 	objects := make([]json.RawMessage, len(clusters))
 	for i, c := range clusters {
 		if c.Name == "" || len(c.Object) == 0 {
-			return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("managed cluster %d of hub %q has no name or no object", i, b.Hub)}
+			return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("managed cluster %d of hub %q has no name or no object", i, b.Hub)}
 		}
 		names[i], ids[i], objects[i] = c.Name, c.UID, c.Object
 	}

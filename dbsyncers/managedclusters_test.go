@@ -3,63 +3,55 @@ package dbsyncers
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // decodeClusterCases are the decoder's table cases, also the fuzz seeds.
 var decodeClusterCases = []struct {
 	name      string
 	data      string
-	wantNames []string // nil with wantErr
-	wantErr   string   // substring of the error, "" for none
+	wantNames []string          // nil with wantErr
+	reason    deadletter.Reason // the decoder error's dead-letter reason, "" for none
 }{
 	{"empty list", `{"objects":[]}`, []string{}, ""},
 	{"null list", `{"objects":null}`, []string{}, ""},
 	{"two clusters", `{"objects":[{"metadata":{"name":"b","uid":"u2"}},{"metadata":{"name":"a","uid":"u1"}}]}`, []string{"a", "b"}, ""},
 	{"duplicate, last wins", `{"objects":[{"metadata":{"name":"a","uid":"old"}},{"metadata":{"name":"b"}},{"metadata":{"name":"a","uid":"new"}}]}`, []string{"a", "b"}, ""},
 	{"unknown fields kept", `{"objects":[{"metadata":{"name":"a"},"x":[1,2]}],"extra":true}`, []string{"a"}, ""},
-	{"missing objects", `{}`, nil, `"objects" is missing`},
-	{"null payload", `null`, nil, "null"},
-	{"array payload", `[]`, nil, "payload"},
-	{"objects not a list", `{"objects":{"metadata":{"name":"a"}}}`, nil, `"objects"`},
-	{"object not an object", `{"objects":[42]}`, nil, "object 0"},
-	{"null object", `{"objects":[null]}`, nil, "metadata.name"},
-	{"missing metadata", `{"objects":[{"kind":"ManagedCluster"}]}`, nil, "metadata.name"},
-	{"missing name", `{"objects":[{"metadata":{"uid":"u"}}]}`, nil, "metadata.name"},
-	{"empty name", `{"objects":[{"metadata":{"name":"a"}},{"metadata":{"name":""}}]}`, nil, "object 1"},
-	{"name not a string", `{"objects":[{"metadata":{"name":7}}]}`, nil, "object 0"},
-	{"bad JSON", `{"objects":[{"metadata":{"name":"a"}]}`, nil, "payload"},
-	{"trailing data", `{"objects":[]}x`, nil, "payload"},
-	{"empty", ``, nil, "payload"},
+	{"missing objects", `{}`, nil, deadletter.BadPayload},
+	{"null payload", `null`, nil, deadletter.BadPayload},
+	{"array payload", `[]`, nil, deadletter.BadPayload},
+	{"objects not a list", `{"objects":{"metadata":{"name":"a"}}}`, nil, deadletter.BadPayload},
+	{"object not an object", `{"objects":[42]}`, nil, deadletter.BadPayload},
+	{"null object", `{"objects":[null]}`, nil, deadletter.BadPayload},
+	{"missing metadata", `{"objects":[{"kind":"ManagedCluster"}]}`, nil, deadletter.BadPayload},
+	{"missing name", `{"objects":[{"metadata":{"uid":"u"}}]}`, nil, deadletter.BadPayload},
+	{"empty name", `{"objects":[{"metadata":{"name":"a"}},{"metadata":{"name":""}}]}`, nil, deadletter.BadPayload},
+	{"name not a string", `{"objects":[{"metadata":{"name":7}}]}`, nil, deadletter.BadPayload},
+	{"bad JSON", `{"objects":[{"metadata":{"name":"a"}]}`, nil, deadletter.BadPayload},
+	{"trailing data", `{"objects":[]}x`, nil, deadletter.BadPayload},
+	{"empty", ``, nil, deadletter.BadPayload},
 }
 
 func TestDecodeManagedClusters(t *testing.T) {
-	for _, tt := range decodeClusterCases {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := decodeManagedClusters([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("decode(%s) error = %v, want one mentioning %q", tt.data, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("decode(%s): %v", tt.data, err)
-			}
-			names := []string{}
-			for _, c := range p.(*ManagedClustersPayload).Clusters {
-				names = append(names, c.Name)
-			}
-			if !reflect.DeepEqual(names, tt.wantNames) {
-				t.Errorf("names = %v, want %v", names, tt.wantNames)
-			}
-		})
-	}
+	rows := decodeClusterCases
+	runDecodeCases(t, decodeManagedClusters, len(rows), func(i int) decodeCase {
+		return decodeCase{rows[i].name, rows[i].data, rows[i].reason}
+	}, func(t *testing.T, i int, p any) {
+		tt := rows[i]
+		names := []string{}
+		for _, c := range p.(*ManagedClustersPayload).Clusters {
+			names = append(names, c.Name)
+		}
+		if !reflect.DeepEqual(names, tt.wantNames) {
+			t.Errorf("names = %v, want %v", names, tt.wantNames)
+		}
+	})
 }
 
 // TestDecodeManagedClustersKeepsObject: the payload column must hold the

@@ -238,12 +238,12 @@ func BenchmarkComplianceStatements(b *testing.B) {
 			name := fmt.Sprintf("listed=%d/%s", listed, map[bool]string{false: "unnest", true: "staged"}[staged])
 			b.Run(name, func(b *testing.B) {
 				write := func(p *CompliancePayload) {
-					policyIDs, rows, err := p.rows()
+					rows, err := p.rows()
 					if err != nil {
 						b.Fatal(err)
 					}
 					if err := pgx.BeginFunc(b.Context(), pool, func(tx pgx.Tx) error {
-						return writeCompliance(b.Context(), tx, name, policyIDs, rows, staged)
+						return writeCompliance(b.Context(), tx, name, rows, staged)
 					}); err != nil {
 						b.Fatal(err)
 					}

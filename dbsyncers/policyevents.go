@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
@@ -84,7 +85,7 @@ func decodePolicyEvents(data []byte) (any, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("policyevents %w", err)
+		return nil, badPayload(fmt.Errorf("policyevents %w", err))
 	}
 	return &PolicyEventsPayload{Events: firstPerEvent(events)}, nil
 }
@@ -145,7 +146,7 @@ func handlePolicyEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) er
 		}
 		for i, e := range p.Events {
 			if err := checkEvent(e); err != nil {
-				return &PermanentError{Reason: ReasonBadPayload, Err: fmt.Errorf("policyevents %s of hub %q: event %d: %w", b.Version, b.Hub, i, err)}
+				return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("policyevents %s of hub %q: event %d: %w", b.Version, b.Hub, i, err)}
 			}
 			if e.Time.IsZero() {
 				e.Time = b.EventTime

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"maps"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // event returns a policyevents object.
@@ -27,10 +27,10 @@ func event(policyID, cluster, name, message, at string) map[string]any {
 // decodeEventsCases are the decoder's table cases, also the fuzz seeds.
 // want lists "policy/cluster/event=message" in order.
 var decodeEventsCases = []struct {
-	name    string
-	data    string
-	want    []string
-	wantErr string // substring of the error, "" for none
+	name   string
+	data   string
+	want   []string
+	reason deadletter.Reason // the decoder error's dead-letter reason, "" for none
 }{
 	{"empty list", `{"objects":[]}`, []string{}, ""},
 	{"sorted by key", `{"objects":[
@@ -42,40 +42,32 @@ var decodeEventsCases = []struct {
 		{"policyId":"p1","clusterName":"a","eventName":"e","message":"first"},
 		{"policyId":"p1","clusterName":"a","eventName":"e","message":"second"}]}`, []string{"p1/a/e=first"}, ""},
 	{"empty time", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","time":""}]}`, []string{"p1/a/e="}, ""},
-	{"missing objects", `{}`, nil, `"objects" is missing`},
-	{"missing policyId", `{"objects":[{"clusterName":"a","eventName":"e"}]}`, nil, "policyId"},
-	{"missing clusterName", `{"objects":[{"policyId":"p1","eventName":"e"}]}`, nil, "clusterName"},
-	{"empty eventName", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":""}]}`, nil, "eventName"},
-	{"eventName not a string", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":3}]}`, nil, "object 0"},
-	{"message not a string", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","message":{}}]}`, nil, "object 0"},
-	{"bad time", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","time":"yesterday"}]}`, nil, "time"},
-	{"time not a string", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","time":1700000000}]}`, nil, "object 0"},
-	{"NUL in a message", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","message":"a\u0000"}]}`, nil, "NUL"},
-	{"not JSON", `objects`, nil, "payload"},
+	{"missing objects", `{}`, nil, deadletter.BadPayload},
+	{"missing policyId", `{"objects":[{"clusterName":"a","eventName":"e"}]}`, nil, deadletter.BadPayload},
+	{"missing clusterName", `{"objects":[{"policyId":"p1","eventName":"e"}]}`, nil, deadletter.BadPayload},
+	{"empty eventName", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":""}]}`, nil, deadletter.BadPayload},
+	{"eventName not a string", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":3}]}`, nil, deadletter.BadPayload},
+	{"message not a string", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","message":{}}]}`, nil, deadletter.BadPayload},
+	{"bad time", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","time":"yesterday"}]}`, nil, deadletter.BadPayload},
+	{"time not a string", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","time":1700000000}]}`, nil, deadletter.BadPayload},
+	{"NUL in a message", `{"objects":[{"policyId":"p1","clusterName":"a","eventName":"e","message":"a\u0000"}]}`, nil, deadletter.BadPayload},
+	{"not JSON", `objects`, nil, deadletter.BadPayload},
 }
 
 func TestDecodePolicyEvents(t *testing.T) {
-	for _, tt := range decodeEventsCases {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := decodePolicyEvents([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("decode(%s) error = %v, want one mentioning %q", tt.data, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("decode(%s): %v", tt.data, err)
-			}
-			got := []string{}
-			for _, e := range p.(*PolicyEventsPayload).Events {
-				got = append(got, e.PolicyID+"/"+e.ClusterName+"/"+e.EventName+"="+e.Message)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("events = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	rows := decodeEventsCases
+	runDecodeCases(t, decodePolicyEvents, len(rows), func(i int) decodeCase {
+		return decodeCase{rows[i].name, rows[i].data, rows[i].reason}
+	}, func(t *testing.T, i int, p any) {
+		tt := rows[i]
+		got := []string{}
+		for _, e := range p.(*PolicyEventsPayload).Events {
+			got = append(got, e.PolicyID+"/"+e.ClusterName+"/"+e.EventName+"="+e.Message)
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("events = %v, want %v", got, tt.want)
+		}
+	})
 }
 
 func TestDecodePolicyEventsTime(t *testing.T) {
@@ -230,7 +222,7 @@ func TestPolicyEventsBadPayload(t *testing.T) {
 	b := newBundle("hub-bad", "policyevents", v, &PolicyEventsPayload{Events: []PolicyEvent{{PolicyID: "p", ClusterName: "a"}}})
 	applied, err := apply(t, pool, b)
 	var pe *PermanentError
-	if applied || !errors.As(err, &pe) || pe.Reason != ReasonBadPayload {
+	if applied || !errors.As(err, &pe) || pe.Reason != deadletter.BadPayload {
 		t.Errorf("Apply = %v, %v; want a bad_payload PermanentError", applied, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // fenceSQL moves the (hub, type) row of status.bundle_versions forward to
@@ -83,21 +84,21 @@ func (r *Registry) Apply(ctx context.Context, db DB, bundles []*bundle.Bundle) (
 // check returns the syncer and the last bundle of a group Apply can write.
 func (r *Registry) check(bundles []*bundle.Bundle) (*Syncer, *bundle.Bundle, error) {
 	if len(bundles) == 0 {
-		return nil, nil, &PermanentError{Reason: ReasonBadGroup, Err: fmt.Errorf("no bundles to apply")}
+		return nil, nil, &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf("no bundles to apply")}
 	}
 	first := bundles[0]
 	for i, b := range bundles {
 		if b == nil {
-			return nil, nil, &PermanentError{Reason: ReasonBadGroup, Err: fmt.Errorf("bundle %d of %d is nil", i, len(bundles))}
+			return nil, nil, &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf("bundle %d of %d is nil", i, len(bundles))}
 		}
 		if b.Hub != first.Hub || b.Type != first.Type {
-			return nil, nil, &PermanentError{Reason: ReasonBadGroup, Err: fmt.Errorf(
+			return nil, nil, &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf(
 				"bundle %d is %s of hub %q, bundle 0 is %s of hub %q", i, b.Type, b.Hub, first.Type, first.Hub)}
 		}
 	}
 	s, ok := r.Lookup(first.Type)
 	if !ok {
-		return nil, nil, &PermanentError{Reason: ReasonUnknownType, Err: fmt.Errorf("%w %q (hub %q)", ErrUnknownType, first.Type, first.Hub)}
+		return nil, nil, &PermanentError{Reason: deadletter.UnknownType, Err: fmt.Errorf("%w %q (hub %q)", bundle.ErrUnknownType, first.Type, first.Hub)}
 	}
 	return s, bundles[len(bundles)-1], nil
 }

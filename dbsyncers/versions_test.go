@@ -13,6 +13,7 @@ import (
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // apply runs Registry.Apply in a transaction of its own, as a worker does.
@@ -145,24 +146,24 @@ func TestApplyErrors(t *testing.T) {
 	tests := []struct {
 		name       string
 		bundles    []*bundle.Bundle
-		wantReason string
+		wantReason deadletter.Reason
 		wantIs     error
 	}{
-		{"unknown type", []*bundle.Bundle{newBundle("hub-e1", "nosuchtype", v, nil)}, ReasonUnknownType, ErrUnknownType},
-		{"no bundles", nil, ReasonBadGroup, nil},
-		{"nil bundle", []*bundle.Bundle{nil}, ReasonBadGroup, nil},
+		{"unknown type", []*bundle.Bundle{newBundle("hub-e1", "nosuchtype", v, nil)}, deadletter.UnknownType, bundle.ErrUnknownType},
+		{"no bundles", nil, deadletter.BadGroup, nil},
+		{"nil bundle", []*bundle.Bundle{nil}, deadletter.BadGroup, nil},
 		{"two hubs", []*bundle.Bundle{
 			newBundle("hub-e2", "heartbeat", v, &HeartbeatPayload{}),
 			newBundle("hub-e3", "heartbeat", v, &HeartbeatPayload{}),
-		}, ReasonBadGroup, nil},
+		}, deadletter.BadGroup, nil},
 		{"two types", []*bundle.Bundle{
 			newBundle("hub-e4", "heartbeat", v, &HeartbeatPayload{}),
 			newBundle("hub-e4", "managedclusters", v, &ManagedClustersPayload{}),
-		}, ReasonBadGroup, nil},
-		{"payload of another type", []*bundle.Bundle{newBundle("hub-e5", "managedclusters", v, &HeartbeatPayload{})}, ReasonBadPayload, nil},
-		{"nil payload", []*bundle.Bundle{newBundle("hub-e6", "heartbeat", v, nil)}, ReasonBadPayload, nil},
+		}, deadletter.BadGroup, nil},
+		{"payload of another type", []*bundle.Bundle{newBundle("hub-e5", "managedclusters", v, &HeartbeatPayload{})}, deadletter.BadPayload, nil},
+		{"nil payload", []*bundle.Bundle{newBundle("hub-e6", "heartbeat", v, nil)}, deadletter.BadPayload, nil},
 		{"cluster without object", []*bundle.Bundle{newBundle("hub-e7", "managedclusters", v,
-			&ManagedClustersPayload{Clusters: []ManagedCluster{{Name: "a"}}})}, ReasonBadPayload, nil},
+			&ManagedClustersPayload{Clusters: []ManagedCluster{{Name: "a"}}})}, deadletter.BadPayload, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,76 +1,79 @@
 package dispatcher
 
 import (
-	"context"
 	"errors"
-	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// Classify decides whether a failed write may succeed later. Transient:
-// lost or refused connections, timeouts, serialization failures and
-// deadlocks (40xxx), too many connections (53300), admin shutdown and other
-// operator intervention (57xxx), insufficient resources (53xxx), and
-// anything pgconn says is safe to retry. Permanent: data exceptions (22xxx),
-// integrity violations (23xxx), program limits such as an index entry too
-// large (54xxx: the same data fails the same way every time), and payloads
-// a handler rejects. Unknown
-// errors count as transient: a database problem must never lose a bundle,
-// and a bundle that keeps failing is visible in the retry metrics.
-func Classify(err error) conflation.Outcome {
+// verdict is what a failed write means: its outcome, and for a permanent
+// one the dead-letter reason.
+type verdict struct {
+	outcome conflation.Outcome
+	reason  deadletter.Reason
+	// schema marks a failure of the SQL or the schema itself (42xxx): no
+	// bundle's fault, so the bundle is kept and retried like a transient
+	// failure, but counted apart (stb_dispatcher_schema_errors_total, with
+	// an alert) because retrying does not cure it; an operator must.
+	schema bool
+}
+
+// bySQLState maps SQLSTATE classes (the first two characters) to what a
+// failure of that class means. Classes not listed are transient: a
+// database problem must never lose a bundle, and a bundle that keeps
+// failing shows in the retry metrics.
+//
+//   - 08 connection exception, 40 transaction rollback (serialization
+//     failures, deadlocks), 53 insufficient resources (too many
+//     connections, disk full), 57 operator intervention (admin shutdown,
+//     query cancelled), 58 system error: transient.
+//   - 22 data exception, 23 integrity violation: the data never fits.
+//   - 54 program limit exceeded (an index entry too large): the same data
+//     fails the same way every time.
+//   - 42 syntax error or access rule violation (an undefined table or
+//     column, a missing privilege): the schema or the SQL is wrong, not the
+//     bundle. Kept and retried, reported not ready, counted, alerted.
+var bySQLState = map[string]verdict{
+	"22": {outcome: conflation.Permanent, reason: deadletter.DataException},
+	"23": {outcome: conflation.Permanent, reason: deadletter.IntegrityViolation},
+	"54": {outcome: conflation.Permanent, reason: deadletter.ProgramLimitExceeded},
+	"42": {outcome: conflation.Transient, schema: true},
+}
+
+// classify decides what a failed write means. Errors that carry a
+// dead-letter reason (deadletter.Reasoned, such as a handler's
+// dbsyncers.PermanentError) are permanent with that reason; database
+// errors go by their SQLSTATE class (bySQLState); everything else (lost
+// or refused connections, timeouts, errors pgconn says are safe to retry,
+// unknown errors) is transient.
+func classify(err error) verdict {
 	if err == nil {
-		return conflation.Applied
+		return verdict{outcome: conflation.Applied}
 	}
-	var perm *dbsyncers.PermanentError
-	if errors.As(err, &perm) {
-		return conflation.Permanent
+	var reasoned deadletter.Reasoned
+	if errors.As(err, &reasoned) {
+		return verdict{outcome: conflation.Permanent, reason: reasoned.DeadLetterReason()}
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch class(pgErr) {
-		case "22", "23", "54":
-			return conflation.Permanent
+	if errors.As(err, &pgErr) && len(pgErr.Code) >= 2 {
+		if v, ok := bySQLState[pgErr.Code[:2]]; ok {
+			return v
 		}
-		return conflation.Transient
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return conflation.Transient
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-		return conflation.Transient
-	}
-	return conflation.Transient
+	return verdict{outcome: conflation.Transient}
 }
+
+// Classify returns the outcome of a failed write: Applied for nil,
+// Permanent when retrying cannot cure it, else Transient.
+func Classify(err error) conflation.Outcome { return classify(err).outcome }
 
 // Reason returns the dead-letter reason of a permanent error.
-func Reason(err error) string {
-	var perm *dbsyncers.PermanentError
-	if errors.As(err, &perm) && perm.Reason != "" {
-		return perm.Reason
+func Reason(err error) deadletter.Reason {
+	if v := classify(err); v.reason != "" {
+		return v.reason
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch class(pgErr) {
-		case "22":
-			return "data_exception"
-		case "23":
-			return "integrity_violation"
-		case "54":
-			return "program_limit_exceeded"
-		}
-	}
-	return "permanent_error"
-}
-
-// class returns the two-character SQLSTATE class.
-func class(e *pgconn.PgError) string {
-	if len(e.Code) < 2 {
-		return ""
-	}
-	return e.Code[:2]
+	return deadletter.PermanentError
 }

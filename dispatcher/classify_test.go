@@ -11,7 +11,15 @@ import (
 
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
+
+// reasoned is an error that carries its dead-letter reason, as errors of
+// other packages may: the dispatcher goes by the behaviour, not the type.
+type reasoned deadletter.Reason
+
+func (r reasoned) Error() string                       { return "reasoned: " + string(r) }
+func (r reasoned) DeadLetterReason() deadletter.Reason { return deadletter.Reason(r) }
 
 func TestClassify(t *testing.T) {
 	pg := func(code string) error { return fmt.Errorf("exec: %w", &pgconn.PgError{Code: code}) }
@@ -19,25 +27,35 @@ func TestClassify(t *testing.T) {
 		name   string
 		err    error
 		want   conflation.Outcome
-		reason string
+		reason deadletter.Reason
+		schema bool
 	}{
-		{"nil", nil, conflation.Applied, ""},
-		{"serialization failure", pg("40001"), conflation.Transient, ""},
-		{"deadlock", pg("40P01"), conflation.Transient, ""},
-		{"too many connections", pg("53300"), conflation.Transient, ""},
-		{"admin shutdown", pg("57P01"), conflation.Transient, ""},
-		{"division by zero", pg("22012"), conflation.Permanent, "data_exception"},
-		{"invalid text", pg("22P02"), conflation.Permanent, "data_exception"},
-		{"unique violation", pg("23505"), conflation.Permanent, "integrity_violation"},
-		{"index row too large", pg("54000"), conflation.Permanent, "program_limit_exceeded"},
-		{"bad payload", &dbsyncers.PermanentError{Reason: "bad_payload", Err: errors.New("x")}, conflation.Permanent, "bad_payload"},
-		{"timeout", context.DeadlineExceeded, conflation.Transient, ""},
-		{"connection lost", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), conflation.Transient, ""},
+		{"nil", nil, conflation.Applied, "", false},
+		{"serialization failure", pg("40001"), conflation.Transient, "", false},
+		{"deadlock", pg("40P01"), conflation.Transient, "", false},
+		{"too many connections", pg("53300"), conflation.Transient, "", false},
+		{"admin shutdown", pg("57P01"), conflation.Transient, "", false},
+		{"division by zero", pg("22012"), conflation.Permanent, "data_exception", false},
+		{"invalid text", pg("22P02"), conflation.Permanent, "data_exception", false},
+		{"unique violation", pg("23505"), conflation.Permanent, "integrity_violation", false},
+		{"index row too large", pg("54000"), conflation.Permanent, "program_limit_exceeded", false},
+		{"bad payload", &dbsyncers.PermanentError{Reason: "bad_payload", Err: errors.New("x")}, conflation.Permanent, "bad_payload", false},
+		{"timeout", context.DeadlineExceeded, conflation.Transient, "", false},
+		{"connection lost", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), conflation.Transient, "", false},
+		// A schema or SQL error is not the bundle's fault: kept, retried,
+		// counted apart.
+		{"undefined table", pg("42P01"), conflation.Transient, "", true},
+		{"undefined column", pg("42703"), conflation.Transient, "", true},
+		{"insufficient privilege", pg("42501"), conflation.Transient, "", true},
+		{"reasoned error of another package", reasoned("stale_base"), conflation.Permanent, "stale_base", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Classify(tc.err); got != tc.want {
 				t.Fatalf("Classify = %v, want %v", got, tc.want)
+			}
+			if got := classify(tc.err).schema; got != tc.schema {
+				t.Fatalf("schema = %v, want %v", got, tc.schema)
 			}
 			if tc.want == conflation.Permanent {
 				if got := Reason(tc.err); got != tc.reason {

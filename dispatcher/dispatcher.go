@@ -16,6 +16,7 @@ import (
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // Applier writes one job's bundles inside the worker's transaction and
@@ -25,12 +26,14 @@ type Applier interface {
 	Apply(ctx context.Context, db dbsyncers.DB, bundles []*bundle.Bundle) (applied bool, err error)
 }
 
-// DeadLetters records bundles that can never be written.
+// DeadLetters stores the dead letters of bundles that can never be
+// written, all of a job's in one statement; deadletter.Writer implements
+// it.
 type DeadLetters interface {
-	Job(ctx context.Context, job *conflation.Job, reason string, cause error) error
+	Write(ctx context.Context, letters ...deadletter.Letter) (int64, error)
 }
 
-// Config configures a Dispatcher.
+// Config configures a Dispatcher. Start from DefaultConfig.
 type Config struct {
 	// Workers is the number of concurrent writers; it must not exceed the
 	// pool's MaxConns, and should equal it.
@@ -60,24 +63,49 @@ const (
 // DefaultJobTimeout bounds a job that the database does not answer.
 const DefaultJobTimeout = 60 * time.Second
 
-// Validate checks the configuration.
-func (c *Config) Validate() error {
+// DefaultWakeInterval is how often due retries and expired waits are checked.
+const DefaultWakeInterval = time.Second
+
+// DefaultConfig returns the defaults with workers workers.
+func DefaultConfig(workers int) Config {
+	return Config{
+		Workers:      workers,
+		JobTimeout:   DefaultJobTimeout,
+		WakeInterval: DefaultWakeInterval,
+		BatchJobs:    DefaultBatchJobs,
+		BatchBytes:   DefaultBatchBytes,
+	}
+}
+
+// Validate checks the configuration; it changes nothing.
+func (c Config) Validate() error {
+	var errs []error
 	if c.Workers < 1 {
-		return fmt.Errorf("dispatcher: need at least one worker, got %d", c.Workers)
+		errs = append(errs, fmt.Errorf("dispatcher: need at least one worker, got %d", c.Workers))
 	}
-	if c.JobTimeout <= 0 {
-		c.JobTimeout = DefaultJobTimeout
+	if c.JobTimeout <= 0 || c.WakeInterval <= 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: job timeout and wake interval must be positive, got %v and %v", c.JobTimeout, c.WakeInterval))
 	}
-	if c.WakeInterval <= 0 {
-		c.WakeInterval = time.Second
+	if c.BatchJobs < 1 || c.BatchBytes < 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: batch jobs must be at least 1 and batch bytes not negative, got %d and %d", c.BatchJobs, c.BatchBytes))
 	}
-	if c.BatchJobs <= 0 {
-		c.BatchJobs = DefaultBatchJobs
-	}
-	if c.BatchBytes <= 0 {
-		c.BatchBytes = DefaultBatchBytes
-	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// Deps are the dispatcher's collaborators.
+type Deps struct {
+	// Pool gives each worker its connection; its MaxConns must be at
+	// least Config.Workers.
+	Pool *pgxpool.Pool
+	// Manager hands out ready units and takes their outcomes.
+	Manager *conflation.Manager
+	// Applier writes a job's bundles (dbsyncers.Registry).
+	Applier Applier
+	// DeadLetters records what can never be written; nil only counts it.
+	DeadLetters DeadLetters
+	Logger      *zap.Logger
+	// Registerer receives the dispatcher's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Dispatcher owns the workers.
@@ -89,6 +117,10 @@ type Dispatcher struct {
 	dead    DeadLetters
 	logger  *zap.Logger
 	metrics *metrics
+
+	// jobCtx is the parent of every job's context; Abort cancels it.
+	jobCtx context.Context
+	abort  context.CancelFunc
 
 	busy    atomic.Int64
 	lastErr atomic.Pointer[failure]
@@ -102,22 +134,37 @@ type failure struct {
 	at  time.Time
 }
 
-// New returns a dispatcher writing through pool.
-func New(cfg Config, pool *pgxpool.Pool, mgr *conflation.Manager, applier Applier, dead DeadLetters, logger *zap.Logger, reg prometheus.Registerer) (*Dispatcher, error) {
+// New returns a dispatcher writing through deps.Pool.
+func New(cfg Config, deps Deps) (*Dispatcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if max := int(pool.Config().MaxConns); cfg.Workers > max {
+	if deps.Pool == nil || deps.Manager == nil || deps.Applier == nil {
+		return nil, errors.New("dispatcher: Pool, Manager and Applier are required")
+	}
+	if max := int(deps.Pool.Config().MaxConns); cfg.Workers > max {
 		return nil, fmt.Errorf("dispatcher: %d workers but the pool has %d connections", cfg.Workers, max)
 	}
-	d := &Dispatcher{cfg: cfg, pool: pool, mgr: mgr, applier: applier, dead: dead, logger: logger, timers: map[*time.Timer]struct{}{}}
-	d.metrics = newMetrics(reg, d)
+	logger := deps.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	d := &Dispatcher{cfg: cfg, pool: deps.Pool, mgr: deps.Manager, applier: deps.Applier, dead: deps.DeadLetters,
+		logger: logger, timers: map[*time.Timer]struct{}{}}
+	d.jobCtx, d.abort = context.WithCancel(context.Background())
+	d.metrics = newMetrics(deps.Registerer, d)
 	return d, nil
 }
 
+// Abort cancels the jobs in flight, for a shutdown whose time is up. Their
+// transactions roll back and their bundles stay in their units, so the
+// committed offsets stay behind them and a restart writes them.
+func (d *Dispatcher) Abort() { d.abort() }
+
 // Run starts the workers and returns once ctx ended and every worker has
 // finished its in-flight job. Jobs already taken are completed with their
-// own timeout, not cut short by ctx: stopping means no new pops.
+// own timeout, not cut short by ctx: stopping means no new pops. Abort
+// cuts them short.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -176,7 +223,7 @@ func (d *Dispatcher) work(ctx context.Context) {
 			}
 		}
 		d.busy.Add(1)
-		outs := d.processBatch(context.WithoutCancel(ctx), jobs)
+		outs := d.processBatch(d.jobCtx, jobs)
 		d.busy.Add(-1)
 		for i, j := range jobs {
 			if retryIn := d.mgr.Report(j, outs[i]); retryIn > 0 {
@@ -244,7 +291,7 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.JobTimeout)
 	defer cancel()
 	if job.Expired {
-		return d.deadLetter(ctx, job, ReasonDependencyTimeout, fmt.Errorf("waited longer than the dependency timeout for %s", job.Type))
+		return d.deadLetter(ctx, job, deadletter.DependencyTimeout, fmt.Errorf("waited longer than the dependency timeout for %s", job.Type))
 	}
 	start := time.Now()
 	var applied bool
@@ -253,8 +300,12 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 		applied, err = d.applier.Apply(ctx, tx, job.Bundles)
 		return err
 	})
-	out := Classify(err)
+	v := classify(err)
+	out := v.outcome
 	d.metrics.observe(job, out, applied, time.Since(start))
+	if v.schema {
+		d.metrics.schemaErrors.Inc()
+	}
 	switch out {
 	case conflation.Applied:
 		d.lastErr.Store(nil)
@@ -266,27 +317,26 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 			zap.Stringer("version", job.Last().Version), zap.Int("attempt", job.Attempt+1), zap.Error(err))
 		return out
 	}
-	return d.deadLetter(ctx, job, Reason(err), err)
+	return d.deadLetter(ctx, job, v.reason, err)
 }
-
-// ReasonDependencyTimeout is the dead-letter reason of bundles whose
-// dependency never arrived.
-const ReasonDependencyTimeout = "dependency_timeout"
 
 // deadLetter records a job's bundles as dead letters and returns the
 // outcome to report: Permanent, or Transient when even that failed.
-func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason string, err error) conflation.Outcome {
+func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason deadletter.Reason, err error) conflation.Outcome {
+	if reason == "" {
+		reason = deadletter.PermanentError
+	}
 	d.logger.Error("bundle can never be written, dead-lettering it",
 		zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
-		zap.Stringer("version", job.Last().Version), zap.String("reason", reason), zap.Error(err))
+		zap.Stringer("version", job.Last().Version), zap.String("reason", string(reason)), zap.Error(err))
 	if d.dead != nil {
-		if derr := d.dead.Job(ctx, job, reason, err); derr != nil {
+		if _, derr := d.dead.Write(ctx, deadletter.Bundles(job.Bundles, reason, err)...); derr != nil {
 			d.logger.Warn("dead letter not written, will retry the bundle",
 				zap.String("hub", job.Unit.Hub), zap.String("type", job.Type), zap.Error(derr))
 			return conflation.Transient
 		}
 	}
-	d.metrics.deadLettered(job.Type, reason)
+	d.metrics.deadLettered(job.Type, string(reason))
 	return conflation.Permanent
 }
 

@@ -65,7 +65,9 @@ func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom := prometheus.NewRegistry()
-	d, err := New(Config{Workers: 2, WakeInterval: 20 * time.Millisecond}, pool, mgr, reg, deadletter.NewWriter(pool), zap.NewNop(), prom)
+	cfg := DefaultConfig(2)
+	cfg.WakeInterval = 20 * time.Millisecond
+	d, err := New(cfg, Deps{Pool: pool, Manager: mgr, Applier: reg, DeadLetters: deadletter.NewWriter(pool), Logger: zap.NewNop(), Registerer: prom})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
 func TestNewRejectsMoreWorkersThanConnections(t *testing.T) {
 	pool, _ := dbtest.New(t)
 	mgr, _ := conflation.NewManager(conflation.Config{Types: dbsyncers.Default().Types()})
-	_, err := New(Config{Workers: int(pool.Config().MaxConns) + 1}, pool, mgr, dbsyncers.Default(), nil, zap.NewNop(), nil)
+	_, err := New(DefaultConfig(int(pool.Config().MaxConns)+1), Deps{Pool: pool, Manager: mgr, Applier: dbsyncers.Default()})
 	if err == nil {
 		t.Fatal("more workers than connections accepted")
 	}
@@ -147,7 +149,7 @@ func TestDispatcherBatchesSmallJobs(t *testing.T) {
 		b.Track(&released)
 		mgr.Insert(b)
 	}
-	d, err := New(Config{Workers: 1}, pool, mgr, reg, nil, zap.NewNop(), nil)
+	d, err := New(DefaultConfig(1), Deps{Pool: pool, Manager: mgr, Applier: reg, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

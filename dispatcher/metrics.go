@@ -16,6 +16,10 @@ type metrics struct {
 	dead        *prometheus.CounterVec
 	batches     prometheus.Histogram
 	batchSplits prometheus.Counter
+	// schemaErrors counts writes that failed with a schema or SQL error
+	// (SQLSTATE class 42): kept and retried, but only an operator can cure
+	// them.
+	schemaErrors prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
@@ -48,6 +52,10 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
 			Namespace: "stb", Subsystem: "dispatcher", Name: "batch_splits_total",
 			Help: "Batched transactions that failed and were retried one job at a time.",
 		}),
+		schemaErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "schema_errors_total",
+			Help: "Writes that failed with a schema or SQL error (SQLSTATE class 42: undefined table or column, missing privilege). The bundle is kept and retried; an operator must fix the database.",
+		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",
 			Help: "Bundles dead-lettered after a permanent write failure, by type and reason.",
@@ -62,7 +70,7 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
 		Help: "Workers in the pool (equal to the database pool size).",
 	}, func() float64 { return float64(d.cfg.Workers) })
 	if reg != nil {
-		reg.MustRegister(m.duration, m.jobs, m.freshness, m.heldFor, m.dead, m.batches, m.batchSplits, busy, workers)
+		reg.MustRegister(m.duration, m.jobs, m.freshness, m.heldFor, m.dead, m.batches, m.batchSplits, m.schemaErrors, busy, workers)
 	}
 	return m
 }

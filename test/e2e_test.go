@@ -80,35 +80,7 @@ func TestReplayAfterSIGTERM(t *testing.T) {
 		}
 	}
 	t.Logf("stopped with offsets %v of %v; %d bundle_versions rows", stored, end, len(applied))
-	// Nothing below a stored offset may be lost: each such bundle is in
-	// the database (its version is at most the applied one for its hub and
-	// type), or a newer bundle of the same hub and type lies at or after
-	// the stored offset and will be read again (conflation let the older
-	// one go). Deltas are exempt: a newer compliance base drops them.
-	newest := map[string][2]uint64{} // hub/type → newest version at or after the stored offset
-	for _, r := range recs {
-		if r.offset >= stored[r.partition] {
-			k := r.hub + "/" + r.typ
-			if older(newest[k], r.version) {
-				newest[k] = r.version
-			}
-		}
-	}
-	for _, r := range recs {
-		if r.offset >= stored[r.partition] || r.typ == "compliancedelta" {
-			continue
-		}
-		k := r.hub + "/" + r.typ
-		got, ok := applied[k]
-		if ok && !older(got, r.version) {
-			continue
-		}
-		if older(r.version, newest[k]) {
-			continue
-		}
-		t.Fatalf("offset %d of partition %d (%s %s %d.%d) is committed, but the database holds %v and nothing newer is left to read",
-			r.offset, r.partition, r.hub, r.typ, r.version[0], r.version[1], got)
-	}
+	checkNothingLostBelow(t, recs, stored, applied)
 	if behind == 0 {
 		t.Logf("note: the bridge finished the backlog before SIGTERM; the resume check is weaker")
 	}
@@ -225,4 +197,38 @@ func containsLine(log string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// checkNothingLostBelow fails the test if a message below a partition's
+// stored offset is lost: each such bundle must be in the database (its
+// version is at most the applied one for its hub and type), or a newer
+// bundle of the same hub and type lies at or after the stored offset and
+// will be read again (conflation let the older one go). Deltas are exempt:
+// a newer compliance base drops them.
+func checkNothingLostBelow(t *testing.T, recs []record, stored map[int32]int64, applied map[string][2]uint64) {
+	t.Helper()
+	newest := map[string][2]uint64{} // hub/type → newest version at or after the stored offset
+	for _, r := range recs {
+		if r.offset >= stored[r.partition] {
+			k := r.hub + "/" + r.typ
+			if older(newest[k], r.version) {
+				newest[k] = r.version
+			}
+		}
+	}
+	for _, r := range recs {
+		if r.offset >= stored[r.partition] || r.typ == "compliancedelta" {
+			continue
+		}
+		k := r.hub + "/" + r.typ
+		got, ok := applied[k]
+		if ok && !older(got, r.version) {
+			continue
+		}
+		if older(r.version, newest[k]) {
+			continue
+		}
+		t.Fatalf("offset %d of partition %d (%s %s %d.%d) is committed, but the database holds %v and nothing newer is left to read",
+			r.offset, r.partition, r.hub, r.typ, r.version[0], r.version[1], got)
+	}
 }

@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/cmd/stb/internal/humanize"
+	"github.com/stbridge/stb/cmd/stb/internal/metricview"
 	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
@@ -27,7 +28,7 @@ func demoCmd(ctx context.Context, args []string) error {
 	s.bind(fs)
 	duration := fs.Duration("duration", 20*time.Second, "how long the hubs publish (with --rate; sets the number of rounds when --generations is 0)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for the database to match after publishing")
-	baseURL := fs.String("database-url", defaultDatabaseURL, "PostgreSQL server; the demo creates (and replaces) the database stb_demo on it")
+	baseURL := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL server; the demo creates (and replaces) the database stb_demo on it")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the bridge's status page and /metrics during the demo; empty disables")
 	partitions := fs.Int("partitions", 8, "partitions of the demo topic")
 	if err := fs.Set("rate", "5000"); err != nil {
@@ -56,7 +57,7 @@ func demoCmd(ctx context.Context, args []string) error {
 	say := func(format string, a ...any) { fmt.Printf("demo: "+format+"\n", a...) }
 
 	// 1. A fresh database.
-	demoURL, err := freshDatabase(ctx, *baseURL, "stb_demo")
+	demoURL, err := db.Recreate(ctx, *baseURL, "stb_demo")
 	if err != nil {
 		return fmt.Errorf("database: %w (is PostgreSQL running? `make demo` starts it)", err)
 	}
@@ -76,17 +77,22 @@ func demoCmd(ctx context.Context, args []string) error {
 	say("kafka broker %s (kfake, %d partitions, data in %s)", brk.Addr(), *partitions, dir)
 
 	// 3. The bridge.
-	var cfg runConfig
-	cfg.bind(newFlagSet("run", ""))
-	cfg.KafkaBrokers, cfg.KafkaTopics, cfg.DatabaseURL = brk.Addr(), listFlag{s.cfg.Topic}, demoURL
+	cfg := bridge.DefaultConfig()
+	cfg.KafkaBrokers, cfg.KafkaTopics, cfg.DatabaseURL = brk.Addr(), []string{s.cfg.Topic}, demoURL
 	cfg.HTTPAddr, cfg.CommitInterval, cfg.KafkaGroupID = *httpAddr, time.Second, "stb-demo"
-	b, err := newBridge(ctx, cfg, logger)
+	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
 	if err != nil {
 		return err
 	}
+	defer b.Close()
+	pool, err := db.Connect(ctx, demoURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	bctx, stopBridge := context.WithCancel(context.Background())
 	bridgeDone := make(chan error, 1)
-	go func() { bridgeDone <- b.run(bctx) }()
+	go func() { bridgeDone <- b.Run(bctx) }()
 	defer func() {
 		stopBridge()
 		<-bridgeDone
@@ -135,25 +141,22 @@ func demoCmd(ctx context.Context, args []string) error {
 			continue
 		case <-tick.C:
 		}
-		m := gather(b.registry)
-		written := m.sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
-		committed := int64(0)
-		for _, p := range b.committer.Partitions() {
-			committed += max(0, p.Committed())
-		}
+		m, st := metricview.Gather(b.Gatherer()), b.Stats()
+		written := m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
+		committed := st.Committed()
 		if simRunning {
 			published = sent.Load()
 		}
 		fmt.Printf("[%4.0fs] sent %8d | read %8d | conflated %8.0f | written %7.0f (%5.0f/s) | committed lag %7d | buffered %s | dead letters %.0f\n",
-			time.Since(start).Seconds(), published, b.reader.Stats().Read,
-			m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
-			written, written-lastWrit, max(0, published-committed), formatBytes(b.manager.HeldBytes()),
-			m.sum("stb_transport_rejected_total", nil)+m.sum("stb_dispatcher_dead_letters_total", nil))
+			time.Since(start).Seconds(), published, st.Read,
+			m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
+			written, written-lastWrit, max(0, published-committed), humanize.Bytes(st.HeldBytes),
+			m.Sum("stb_transport_rejected_total", nil)+m.Sum("stb_dispatcher_dead_letters_total", nil))
 		lastWrit = written
 		if simRunning {
 			continue
 		}
-		rep, err = verify.Verify(ctx, b.controlPool, exp)
+		rep, err = verify.Verify(ctx, pool, exp)
 		if err != nil {
 			return err
 		}
@@ -165,19 +168,19 @@ func demoCmd(ctx context.Context, args []string) error {
 		}
 	}
 
-	m := gather(b.registry)
-	read := float64(b.reader.Stats().Read)
-	written := m.sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
+	m := metricview.Gather(b.Gatherer())
+	read := float64(b.Stats().Read)
+	written := m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
 	say("summary: %d messages read, %.0f bundles written (conflation ratio %.1f:1), %.0f conflated, %.0f stale",
 		int64(read), written, read/math.Max(written, 1),
-		m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
-		m.sum("stb_conflation_bundles_total", map[string]string{"outcome": "stale"}))
+		m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
+		m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "stale"}))
 	if exp != nil {
 		say("published per type: %s", perType(exp.MessagesByType))
 	}
 	say("freshness (event time → commit): p50 %s, p99 %s; dead letters %.0f; took %.1fs",
-		seconds(m.quantile("stb_bundle_freshness_seconds", 0.5)), seconds(m.quantile("stb_bundle_freshness_seconds", 0.99)),
-		m.sum("stb_transport_rejected_total", nil)+m.sum("stb_dispatcher_dead_letters_total", nil), time.Since(start).Seconds())
+		humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.5)), humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.99)),
+		m.Sum("stb_transport_rejected_total", nil)+m.Sum("stb_dispatcher_dead_letters_total", nil), time.Since(start).Seconds())
 	if rep == nil || !rep.OK() {
 		summary := "no verification ran"
 		if rep != nil {
@@ -191,19 +194,12 @@ func demoCmd(ctx context.Context, args []string) error {
 	return nil
 }
 
-func seconds(s float64) string {
-	if math.IsNaN(s) {
-		return "n/a"
-	}
-	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
-}
-
 // lazyPublisher opens the Kafka producer on first use and closes it after
 // the final flush.
 type lazyPublisher struct {
 	s      simFlags
 	logger *zap.Logger
-	p      *kafkaPublisher
+	p      *sim.KafkaPublisher
 	err    error
 }
 
@@ -224,29 +220,6 @@ func (l *lazyPublisher) Flush(ctx context.Context) error {
 	}
 	defer l.p.Close()
 	return l.p.Flush(ctx)
-}
-
-// freshDatabase drops and creates database name on the server of baseURL
-// and returns its URL.
-func freshDatabase(ctx context.Context, baseURL, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, baseURL)
-	if err != nil {
-		return "", db.RedactError(err, baseURL)
-	}
-	defer conn.Close(ctx)
-	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
-		return "", err
-	}
-	u, err := url.Parse(baseURL)
-	if err != nil {
-		return "", db.RedactError(err, baseURL)
-	}
-	u.Path = "/" + name
-	return u.String(), nil
 }
 
 // perType formats per-type counts in a stable order.

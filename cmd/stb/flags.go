@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/stbridge/stb/cmd/stb/internal/humanize"
 )
 
 // envName is the environment variable that sets a flag: STB_ and the flag's
@@ -98,21 +100,6 @@ func (l *listValue) Set(s string) error {
 	return nil
 }
 
-// listFlag is a repeatable (and comma-separated) string flag without a
-// default.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(s string) error {
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l = append(*l, p)
-		}
-	}
-	return nil
-}
-
 // propertyFlag collects key=value pairs (repeatable; comma-separated in the
 // environment variable).
 type propertyFlag map[string]string
@@ -159,7 +146,7 @@ func isSecretProperty(k string) bool {
 // byteSize is an int flag that accepts KiB/MiB/GiB suffixes.
 type byteSize int64
 
-func (b *byteSize) String() string { return formatBytes(int64(*b)) }
+func (b *byteSize) String() string { return humanize.Bytes(int64(*b)) }
 
 func (b *byteSize) Set(s string) error {
 	s = strings.TrimSpace(s)
@@ -179,16 +166,4 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n * mult)
 	return nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%dB", n)
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 )
 
 func TestFlagsFromEnvironment(t *testing.T) {
@@ -12,9 +14,9 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("STB_KAFKA_BROKERS", "from-env:9092")
 	t.Setenv("STB_MAX_BUNDLE_BYTES", "8MiB")
 	t.Setenv("STB_KAFKA_PROPERTY", "security.protocol=SASL_SSL,sasl.password=hunter2")
-	var cfg runConfig
+	cfg := bridge.DefaultConfig()
 	fs := newFlagSet("run", "")
-	cfg.bind(fs)
+	bindRun(fs, &cfg, nil)
 	if err := parseFlags(fs, []string{"--kafka-brokers", "from-flag:9092"}); err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +27,12 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		t.Errorf("from environment: pool %d, interval %v, max bundle %d", cfg.DBPoolSize, cfg.CommitInterval, cfg.MaxBundleBytes)
 	}
 	if cfg.KafkaProperties["sasl.password"] != "hunter2" || cfg.KafkaProperties["security.protocol"] != "SASL_SSL" {
-		t.Errorf("properties %v", map[string]string(cfg.KafkaProperties))
+		t.Errorf("properties %v", cfg.KafkaProperties)
 	}
-	if s := cfg.KafkaProperties.String(); strings.Contains(s, "hunter2") {
+	if s := propertyFlag(cfg.KafkaProperties).String(); strings.Contains(s, "hunter2") {
 		t.Errorf("a secret property is printed: %s", s)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -45,9 +47,9 @@ func TestFlagsRejectBadValues(t *testing.T) {
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)
-			var cfg runConfig
+			cfg := bridge.DefaultConfig()
 			fs := newFlagSet("run", "")
-			cfg.bind(fs)
+			bindRun(fs, &cfg, nil)
 			err := parseFlags(fs, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.env) {
 				t.Fatalf("error %v, want one naming %s", err, tc.env)
@@ -84,9 +86,9 @@ func TestListFlagReplacesDefault(t *testing.T) {
 		if tc.env != "" {
 			t.Setenv("STB_KAFKA_TOPICS", tc.env)
 		}
-		var cfg runConfig
+		cfg := bridge.DefaultConfig()
 		fs := newFlagSet("run", "")
-		cfg.bind(fs)
+		bindRun(fs, &cfg, nil)
 		if err := parseFlags(fs, tc.args); err != nil {
 			t.Fatal(err)
 		}

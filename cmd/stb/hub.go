@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -13,7 +14,7 @@ func hubCmd(ctx context.Context, args []string) error {
 	}
 	hub := args[1]
 	fs := newFlagSet("hub reset", "Forget a hub's stored bundle versions.")
-	url := fs.String("database-url", defaultDatabaseURL, "PostgreSQL URL")
+	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
 	if err := parseFlags(fs, args[2:]); err != nil {
 		return err
 	}

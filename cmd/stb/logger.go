@@ -18,6 +18,9 @@ func newLogger(level, format string) (*zap.Logger, error) {
 		cfg = zap.NewProductionConfig()
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
+		// Development's stack trace on every warning buries the lines
+		// themselves (a reject is a warning).
+		cfg.DisableStacktrace = true
 	default:
 		return nil, fmt.Errorf("--log-format must be json or console, got %q", format)
 	}

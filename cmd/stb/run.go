@@ -5,35 +5,38 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 )
 
 func runCmd(ctx context.Context, args []string) error {
-	var cfg runConfig
-	fs := newFlagSet("run", "Run the bridge: read status bundles from Kafka, conflate them per hub, write them to PostgreSQL.\nSIGTERM or SIGINT shuts it down gracefully; a second one exits at once.")
-	cfg.bind(fs)
+	cfg := bridge.DefaultConfig()
+	var log logFlags
+	fs := newFlagSet("run", "Run the bridge: read status bundles from Kafka, conflate them per hub, write them to PostgreSQL.\nSIGTERM or SIGINT shuts it down gracefully within --shutdown-timeout; a second one exits at once.")
+	bindRun(fs, &cfg, &log)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	logger, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+	logger, err := newLogger(log.Level, log.Format)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
 	logger.Info("starting",
 		zap.String("kafka_brokers", cfg.KafkaBrokers), zap.Strings("topics", cfg.KafkaTopics),
-		zap.String("group", cfg.KafkaGroupID), zap.Stringer("kafka_properties", cfg.KafkaProperties),
+		zap.String("group", cfg.KafkaGroupID), zap.Stringer("kafka_properties", propertyFlag(cfg.KafkaProperties)),
 		zap.String("database", db.RedactURL(cfg.DatabaseURL)), zap.Int("db_pool_size", cfg.DBPoolSize))
-	b, err := newBridge(ctx, cfg, logger)
+	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
 	if err != nil {
 		return err
 	}
-	return b.run(ctx)
+	defer b.Close()
+	return b.Run(ctx)
 }
 
 func migrateCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("migrate", "Apply the database migrations in sql/ and exit.")
-	url := fs.String("database-url", defaultDatabaseURL, "PostgreSQL URL")
+	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
 	level := fs.String("log-level", "info", "log level")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -12,19 +12,9 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// kafkaPublisher sends simulator messages through the Kafka publisher.
-type kafkaPublisher struct{ *transport.Publisher }
-
-func (p kafkaPublisher) Publish(ctx context.Context, m sim.Message) error {
-	return p.Publisher.Publish(ctx, transport.Envelope(m))
-}
-
-func newKafkaPublisher(s simFlags, logger *zap.Logger) (*kafkaPublisher, error) {
-	pub, err := transport.NewPublisher(transport.PublisherConfig{Brokers: s.brokers, TypePrefix: s.prefix}, logger)
-	if err != nil {
-		return nil, err
-	}
-	return &kafkaPublisher{pub}, nil
+// newKafkaPublisher returns the simulator's publisher to s's brokers.
+func newKafkaPublisher(s simFlags, logger *zap.Logger) (*sim.KafkaPublisher, error) {
+	return sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: s.brokers, TypePrefix: s.prefix}, logger)
 }
 
 type simFlags struct {
@@ -46,6 +36,7 @@ func (s *simFlags) bind(fs interface {
 	fs.IntVar(&s.cfg.Generations, "generations", 20, "rounds; in each every hub sends one bundle of each type")
 	fs.Int64Var(&s.cfg.Seed, "seed", 1, "random seed; the same seed sends the same bundles")
 	fs.Float64Var(&s.cfg.Rate, "rate", 0, "messages per second over all hubs; 0 is as fast as Kafka takes them")
+	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do")
 	fs.Float64Var(&s.cfg.RestartProbability, "restart-probability", 0, "chance per hub and round of an agent restart (0 = default 0.05, negative = never)")
 	fs.Uint64Var(&s.cfg.FirstIncarnation, "first-incarnation", 0, "incarnation agents start with (raise it to simulate again into a database holding an earlier run)")
 	fs.StringVar(&s.cfg.Topic, "topic", sim.DefaultTopic, "topic to publish to")

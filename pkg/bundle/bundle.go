@@ -1,6 +1,9 @@
 package bundle
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Kind says how the bridge treats a bundle type.
 type Kind uint8
@@ -78,3 +81,8 @@ func (b *Bundle) Release() {
 		b.tracker.Done(b.Origin)
 	}
 }
+
+// ErrUnknownType is wrapped by errors about a bundle type that no syncer
+// is registered for: the transport's decoder and the registry's Apply
+// return it.
+var ErrUnknownType = errors.New("unknown bundle type")

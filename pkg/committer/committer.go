@@ -31,13 +31,14 @@ type Store interface {
 type Config struct {
 	// Interval between commits of positions that moved.
 	Interval time.Duration
-	// OnCommit, when set, is called with the positions just persisted, for
-	// example to commit them to the Kafka consumer group as well so that
-	// standard lag tools work. Postgres stays the source of truth.
-	OnCommit func([]Position)
-	// HighWatermark, when set, returns a partition's high watermark, for
-	// the lag metric.
-	HighWatermark func(topic string, partition int32) (int64, bool)
+}
+
+// Deps are the committer's collaborators.
+type Deps struct {
+	// Store persists positions; required.
+	Store Store
+	// Logger; nil logs nothing.
+	Logger *zap.Logger
 	// Registerer receives the committer's metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
@@ -45,8 +46,11 @@ type Config struct {
 // DefaultInterval is the default commit interval.
 const DefaultInterval = 5 * time.Second
 
-// Validate checks the configuration.
-func (c *Config) Validate() error {
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config { return Config{Interval: DefaultInterval} }
+
+// Validate checks the configuration; it changes nothing.
+func (c Config) Validate() error {
 	if c.Interval <= 0 {
 		return fmt.Errorf("commit interval must be positive, got %v", c.Interval)
 	}
@@ -80,15 +84,22 @@ type key struct {
 	partition int32
 }
 
-// New returns a committer persisting to store.
-func New(cfg Config, store Store, logger *zap.Logger) (*Committer, error) {
+// New returns a committer persisting to deps.Store.
+func New(cfg Config, deps Deps) (*Committer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Committer{cfg: cfg, store: store, logger: logger, parts: map[key]*Partition{}}
+	if deps.Store == nil {
+		return nil, errors.New("committer: a Store is required")
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	c := &Committer{cfg: cfg, store: deps.Store, logger: logger, parts: map[key]*Partition{}}
 	c.metrics = newCollector(c)
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(c.metrics); err != nil {
+	if deps.Registerer != nil {
+		if err := deps.Registerer.Register(c.metrics); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
 	}
@@ -110,14 +121,6 @@ func (c *Committer) Assign(topic string, partition int32, start int64) *Partitio
 	c.parts[key{topic, partition}] = p
 	c.mu.Unlock()
 	return p
-}
-
-// Lookup returns the tracker of an assigned partition.
-func (c *Committer) Lookup(topic string, partition int32) (*Partition, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.parts[key{topic, partition}]
-	return p, ok
 }
 
 // Partitions returns the trackers of all assigned partitions, sorted.
@@ -203,9 +206,6 @@ func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
 	}
 	if len(ps) > 0 {
 		c.metrics.commits.WithLabelValues("ok").Inc()
-	}
-	if len(ps) > 0 && c.cfg.OnCommit != nil {
-		c.cfg.OnCommit(ps)
 	}
 	return nil
 }

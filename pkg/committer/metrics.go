@@ -47,7 +47,6 @@ func (m *collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (m *collector) Collect(ch chan<- prometheus.Metric) {
-	hw := m.c.cfg.HighWatermark
 	for _, p := range m.c.Partitions() {
 		part := strconv.FormatInt(int64(p.Partition), 10)
 		committed := p.Committed()
@@ -57,10 +56,7 @@ func (m *collector) Collect(ch chan<- prometheus.Metric) {
 		if pos, ok := p.Position(); ok {
 			ch <- prometheus.MustNewConstMetric(m.position, prometheus.GaugeValue, float64(pos), p.Topic, part)
 		}
-		if hw == nil {
-			continue
-		}
-		if high, ok := hw(p.Topic, p.Partition); ok {
+		if high, ok := p.HighWatermark(); ok {
 			ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(max(0, high-max(committed, 0))), p.Topic, part)
 		}
 	}

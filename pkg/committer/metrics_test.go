@@ -15,15 +15,12 @@ import (
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c, err := New(Config{
-		Interval:      time.Second,
-		HighWatermark: func(string, int32) (int64, bool) { return 100, true },
-		Registerer:    reg,
-	}, &memStore{}, zap.NewNop())
+	c, err := New(Config{Interval: time.Second}, Deps{Store: &memStore{}, Logger: zap.NewNop(), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := c.Assign("status", 2, 10)
+	p.SetHighWatermark(100)
 	p.Read(10)
 	p.Read(11)
 	p.Done(bundle.Origin{Offset: 10})

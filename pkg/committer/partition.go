@@ -25,10 +25,15 @@ type Partition struct {
 	next int64 // last read + 1; -1 until something was read or a start is known
 	// committed is the position last persisted; guarded by mu.
 	committed int64
+	// idle are closed, and dropped, once nothing is outstanding.
+	idle []chan struct{}
+	// highWatermark is the partition's high watermark as the reader last
+	// saw it (-1: unknown), for the lag metric.
+	highWatermark int64
 }
 
 func newPartition(topic string, partition int32, start int64) *Partition {
-	return &Partition{Topic: topic, Partition: partition, next: start, committed: start}
+	return &Partition{Topic: topic, Partition: partition, next: start, committed: start, highWatermark: -1}
 }
 
 // Read registers offset as outstanding. Call it, in offset order, before the
@@ -60,6 +65,10 @@ func (p *Partition) Done(o bundle.Origin) {
 	}
 	if p.head == len(p.offs) {
 		p.offs, p.done, p.head = p.offs[:0], p.done[:0], 0
+		for _, ch := range p.idle {
+			close(ch)
+		}
+		p.idle = nil
 	} else if p.head > 1024 && p.head > len(p.offs)/2 {
 		n := copy(p.offs, p.offs[p.head:])
 		copy(p.done, p.done[p.head:])
@@ -94,6 +103,37 @@ func (p *Partition) Outstanding() int {
 		}
 	}
 	return n
+}
+
+// Idle returns a channel that is closed once no offset read is
+// outstanding: at once if none is. A revocation waits on it for the
+// partition's writes in flight to finish.
+func (p *Partition) Idle() <-chan struct{} {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head == len(p.offs) {
+		close(ch)
+		return ch
+	}
+	p.idle = append(p.idle, ch)
+	return ch
+}
+
+// SetHighWatermark records the partition's high watermark, for the lag
+// metric; the reader calls it from librdkafka's statistics.
+func (p *Partition) SetHighWatermark(offset int64) {
+	p.mu.Lock()
+	p.highWatermark = offset
+	p.mu.Unlock()
+}
+
+// HighWatermark returns the last high watermark recorded, ok false while
+// none was.
+func (p *Partition) HighWatermark() (offset int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.highWatermark, p.highWatermark >= 0
 }
 
 // pending returns the position if it moved past the committed one.

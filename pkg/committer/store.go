@@ -22,7 +22,7 @@ type DB interface {
 
 // PGStore keeps positions in status.transport, one row per partition named
 // "<topic>@<partition>", and guards each row with an owner and an epoch
-// (DESIGN.md §10): Load claims the row for this store, and Save only moves
+// (DESIGN.md §10): Claim claims the row for this store, and Save only moves
 // rows this store still holds, so a replica that lost a partition to
 // another cannot move the position the new owner resumes from.
 type PGStore struct {
@@ -71,10 +71,10 @@ VALUES ($1, NULL, $2, 1, now(), now())
 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, epoch = t.epoch + 1, updated_at = now()
 RETURNING t.payload, t.epoch`
 
-// Load claims the partition for this store and returns its stored position;
+// Claim claims the partition for this store and returns its stored position;
 // ok is false when none is stored. The reader calls it when Kafka assigns
 // the partition, so the claim goes to the bridge that reads it now.
-func (s *PGStore) Load(ctx context.Context, topic string, partition int32) (p Position, ok bool, err error) {
+func (s *PGStore) Claim(ctx context.Context, topic string, partition int32) (p Position, ok bool, err error) {
 	name := RowName(topic, partition)
 	raw, err := s.claim(ctx, name)
 	if err != nil || raw == nil {
@@ -152,7 +152,7 @@ func (s *PGStore) Save(ctx context.Context, ps []Position) error {
 }
 
 // epoch returns the epoch of this store's claim on a row, claiming it now
-// if Load did not (its claim failed when the partition was assigned).
+// if Claim did not (its claim failed when the partition was assigned).
 func (s *PGStore) epoch(ctx context.Context, name string) (int64, error) {
 	s.mu.Lock()
 	epoch, ok := s.epochs[name]

@@ -17,7 +17,7 @@ func TestPGStoreRoundTrip(t *testing.T) {
 	pool, _ := dbtest.New(t)
 	s := NewPGStore(pool, "bridge-a")
 	ctx := context.Background()
-	if _, ok, err := s.Load(ctx, "status", 3); err != nil || ok {
+	if _, ok, err := s.Claim(ctx, "status", 3); err != nil || ok {
 		t.Fatalf("empty store: ok=%v err=%v, want nothing stored", ok, err)
 	}
 	// status/4 was never loaded: Save claims it on the way.
@@ -27,7 +27,7 @@ func TestPGStoreRoundTrip(t *testing.T) {
 	if err := s.Save(ctx, []Position{{"status", 3, 50, "c1"}}); err != nil {
 		t.Fatal(err)
 	}
-	p, ok, err := s.Load(ctx, "status", 3)
+	p, ok, err := s.Claim(ctx, "status", 3)
 	if err != nil || !ok || p != (Position{"status", 3, 50, "c1"}) {
 		t.Fatalf("loaded %+v ok=%v err=%v, want status/3 at 50", p, ok, err)
 	}
@@ -52,20 +52,20 @@ func TestPGStoreGuard(t *testing.T) {
 		}
 		return off
 	}
-	mustLoad := func(s *PGStore, want int64) {
+	mustClaim := func(s *PGStore, want int64) {
 		t.Helper()
-		p, ok, err := s.Load(ctx, "status", 0)
+		p, ok, err := s.Claim(ctx, "status", 0)
 		if err != nil || !ok || p.Offset != want {
 			t.Fatalf("%s loaded %+v ok=%v err=%v, want offset %d", s.owner, p, ok, err, want)
 		}
 	}
-	if _, _, err := a.Load(ctx, "status", 0); err != nil {
+	if _, _, err := a.Claim(ctx, "status", 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Save(ctx, []Position{{"status", 0, 10, "c"}}); err != nil {
 		t.Fatal(err)
 	}
-	mustLoad(b, 10) // b is assigned the partition and claims it
+	mustClaim(b, 10) // b is assigned the partition and claims it
 
 	err := a.Save(ctx, []Position{{"status", 0, 20, "c"}, {"status", 1, 5, "c"}})
 	var lost *LostError
@@ -79,7 +79,7 @@ func TestPGStoreGuard(t *testing.T) {
 		t.Fatalf("save by the new owner: %v, stored %d; want 15", err, stored())
 	}
 
-	mustLoad(a, 15) // the partition comes back to a
+	mustClaim(a, 15) // the partition comes back to a
 	if err := a.Save(ctx, []Position{{"status", 0, 30, "c"}}); err != nil || stored() != 30 {
 		t.Fatalf("save after claiming again: %v, stored %d; want 30", err, stored())
 	}
@@ -95,15 +95,14 @@ func TestCommitterDropsPartitionsClaimedElsewhere(t *testing.T) {
 	pool, _ := dbtest.New(t)
 	ctx := context.Background()
 	storeA := NewPGStore(pool, "bridge-a")
-	var toKafka [][]Position
-	c, err := New(Config{Interval: time.Hour, OnCommit: func(ps []Position) { toKafka = append(toKafka, ps) }}, storeA, zap.NewNop())
+	c, err := New(Config{Interval: time.Hour}, Deps{Store: storeA, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetClusterID("c")
 	var parts []*Partition
 	for i := range int32(2) {
-		if _, _, err := storeA.Load(ctx, "status", i); err != nil {
+		if _, _, err := storeA.Claim(ctx, "status", i); err != nil {
 			t.Fatal(err)
 		}
 		parts = append(parts, c.Assign("status", i, 0))
@@ -118,21 +117,21 @@ func TestCommitterDropsPartitionsClaimedElsewhere(t *testing.T) {
 	if err := c.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := NewPGStore(pool, "bridge-b").Load(ctx, "status", 1); err != nil {
+	if _, _, err := NewPGStore(pool, "bridge-b").Claim(ctx, "status", 1); err != nil {
 		t.Fatal(err)
 	}
 	advance(1)
 	if err := c.Commit(ctx); err != nil || c.Err() != nil {
 		t.Fatalf("commit with a partition claimed elsewhere: %v / %v, want no error", err, c.Err())
 	}
-	if _, ok := c.Lookup("status", 1); ok {
+	if tracked(c, "status", 1) {
 		t.Error("status/1 still tracked after another bridge claimed it")
 	}
-	if _, ok := c.Lookup("status", 0); !ok {
+	if !tracked(c, "status", 0) {
 		t.Error("status/0 dropped")
 	}
-	if last := toKafka[len(toKafka)-1]; !equal(last, []Position{{"status", 0, 2, "c"}}) {
-		t.Errorf("OnCommit got %v, want only status/0 at 2", last)
+	if got0, got1 := parts[0].Committed(), parts[1].Committed(); got0 != 2 || got1 != 1 {
+		t.Errorf("committed positions %d and %d, want status/0 at 2 and status/1 left at 1", got0, got1)
 	}
 	if got := testutil.ToFloat64(c.metrics.commits.WithLabelValues("lost")); got != 1 {
 		t.Errorf("stb_committer_commits_total{result=\"lost\"} = %v, want 1", got)

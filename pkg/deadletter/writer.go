@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
@@ -21,13 +20,38 @@ const MaxDataBytes = 64 << 10
 type Letter struct {
 	Hub, Type, Version string
 	Origin             bundle.Origin
-	Reason             string
+	Reason             Reason
 	Err                error
 	Headers            map[string]string
 	Data               []byte
 }
 
-// DB is what the writer needs; *pgxpool.Pool has it.
+// size is what a letter holds in memory, for backpressure.
+func (l *Letter) size() int64 {
+	n := len(l.Hub) + len(l.Type) + len(l.Version) + len(l.Data) + 128
+	for k, v := range l.Headers {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+// Bundles returns the dead letters of bundles whose write failed
+// permanently. The raw event is gone by then; the decoded payload,
+// re-encoded as JSON, stands in for its data.
+func Bundles(bs []*bundle.Bundle, reason Reason, cause error) []Letter {
+	out := make([]Letter, len(bs))
+	for i, b := range bs {
+		data, _ := json.Marshal(b.Payload)
+		out[i] = Letter{
+			Hub: b.Hub, Type: b.Type, Version: b.Version.String(), Origin: b.Origin,
+			Reason: reason, Err: cause, Data: data,
+			Headers: map[string]string{"ce_source": b.Hub, "ce_extversion": b.Version.String()},
+		}
+	}
+	return out
+}
+
+// DB is what the writer needs; *pgxpool.Pool and pgx.Tx have it.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
@@ -40,54 +64,56 @@ type Writer struct {
 // NewWriter returns a writer on db.
 func NewWriter(db DB) *Writer { return &Writer{db: db} }
 
-// Write inserts one letter.
-func (w *Writer) Write(ctx context.Context, l Letter) error {
-	// Everything that came from the message is cleaned and capped: a
-	// hostile message must not make its own dead letter fail (jsonb and
-	// text refuse NUL, an index entry must fit in a page).
-	headers := make(map[string]string, len(l.Headers))
-	for k, v := range l.Headers {
-		headers[capText(clean(k), maxHeaderBytes)] = capText(clean(v), maxHeaderBytes)
-	}
-	hj, err := json.Marshal(headers)
-	if err != nil {
-		return fmt.Errorf("encode dead letter headers: %w", err)
-	}
-	data := l.Data
-	if len(data) > MaxDataBytes {
-		data = data[:MaxDataBytes]
-	}
-	msg := ""
-	if l.Err != nil {
-		msg = l.Err.Error()
-	}
-	_, err = w.db.Exec(ctx, `
+// insertLetters writes a set of letters in one statement. A letter whose
+// origin (and hub and type) is stored already is skipped: a message read
+// twice, or a batch retried after a part of it was stored, is
+// dead-lettered once.
+const insertLetters = `
 INSERT INTO status.dead_letters (hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, data)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)`,
-		capText(clean(l.Hub), maxKeyBytes), capText(clean(l.Type), maxKeyBytes), capText(clean(l.Version), maxKeyBytes),
-		l.Origin.Topic, l.Origin.Partition, l.Origin.Offset, l.Reason, capText(clean(msg), maxHeaderBytes), string(hj), data)
-	if err != nil {
-		return fmt.Errorf("insert dead letter: %w", err)
-	}
-	return nil
-}
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::bytea[])
+ON CONFLICT (topic, "partition", "offset", hub, bundle_type) DO NOTHING`
 
-// Job dead-letters every bundle of a job whose write failed permanently.
-// The raw event is gone by then; the decoded payload, re-encoded as JSON,
-// stands in for its data.
-func (w *Writer) Job(ctx context.Context, job *conflation.Job, reason string, cause error) error {
-	for _, b := range job.Bundles {
-		data, _ := json.Marshal(b.Payload)
-		err := w.Write(ctx, Letter{
-			Hub: b.Hub, Type: b.Type, Version: b.Version.String(), Origin: b.Origin,
-			Reason: reason, Err: cause, Data: data,
-			Headers: map[string]string{"ce_source": b.Hub, "ce_extversion": b.Version.String()},
-		})
-		if err != nil {
-			return err
-		}
+// Write stores letters in one statement and returns how many were new.
+func (w *Writer) Write(ctx context.Context, letters ...Letter) (int64, error) {
+	if len(letters) == 0 {
+		return 0, nil
 	}
-	return nil
+	n := len(letters)
+	hubs, types, versions, topics := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	parts, offsets := make([]int32, n), make([]int64, n)
+	reasons, errs, headers := make([]string, n), make([]string, n), make([]string, n)
+	data := make([][]byte, n)
+	for i := range letters {
+		l := &letters[i]
+		// Everything that came from the message is cleaned and capped: a
+		// hostile message must not make its own dead letter fail (jsonb
+		// and text refuse NUL, an index entry must fit in a page).
+		h := make(map[string]string, len(l.Headers))
+		for k, v := range l.Headers {
+			h[capText(clean(k), maxHeaderBytes)] = capText(clean(v), maxHeaderBytes)
+		}
+		hj, err := json.Marshal(h)
+		if err != nil {
+			return 0, fmt.Errorf("encode dead letter headers: %w", err)
+		}
+		msg := ""
+		if l.Err != nil {
+			msg = l.Err.Error()
+		}
+		d := l.Data
+		if len(d) > MaxDataBytes {
+			d = d[:MaxDataBytes]
+		}
+		hubs[i], types[i] = capText(clean(l.Hub), maxKeyBytes), capText(clean(l.Type), maxKeyBytes)
+		versions[i], topics[i] = capText(clean(l.Version), maxKeyBytes), capText(clean(l.Origin.Topic), maxKeyBytes)
+		parts[i], offsets[i] = l.Origin.Partition, l.Origin.Offset
+		reasons[i], errs[i], headers[i], data[i] = string(l.Reason), capText(clean(msg), maxHeaderBytes), string(hj), d
+	}
+	tag, err := w.db.Exec(ctx, insertLetters, hubs, types, versions, topics, parts, offsets, reasons, errs, headers, data)
+	if err != nil {
+		return 0, fmt.Errorf("insert %d dead letters: %w", n, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Caps on what a dead letter keeps of text from the message: indexed

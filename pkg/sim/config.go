@@ -102,11 +102,27 @@ type Config struct {
 	// EventsPerRound is the number of policy events per hub and round. 0
 	// means DefaultEventsPerRound; negative, none.
 	EventsPerRound int
+	// Agent is the kind of agent the hubs run: AgentSTB ("" too) lists
+	// every policy in a complete compliance report; AgentHoH does what the
+	// hub-of-hubs leaf-hub agents do and leaves out every policy whose
+	// clusters are all compliant, so an omitted policy means compliant.
+	Agent string
 }
+
+// The agent kinds of Config.Agent.
+const (
+	AgentSTB = "stb"
+	AgentHoH = "hoh"
+)
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
+	switch c.Agent {
+	case "", AgentSTB, AgentHoH:
+	default:
+		errs = append(errs, fmt.Errorf("agent must be %s or %s, got %q", AgentSTB, AgentHoH, c.Agent))
+	}
 	if c.Hubs < 1 {
 		errs = append(errs, fmt.Errorf("hubs must be at least 1, got %d", c.Hubs))
 	}

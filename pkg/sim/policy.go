@@ -105,6 +105,9 @@ type policyModel struct {
 	placeP   float64
 	every    int // ComplianceEvery; 0: reports only after placements
 	events   int // events per round
+	// omitCompliant leaves fully compliant policies out of complete
+	// reports (Config.Agent hoh).
+	omitCompliant bool
 
 	policies []*policy // in the order added
 	next     int       // number of the last policy added
@@ -130,15 +133,16 @@ type policyModel struct {
 // each placed on a random half of the hub's clusters.
 func newPolicyModel(rng *rand.Rand, hub string, clusters *managedClusters, cfg Config) *policyModel {
 	m := &policyModel{
-		hub:        hub,
-		clusters:   clusters,
-		target:     cfg.Policies,
-		placeP:     cfg.PlacementProbability,
-		every:      cfg.ComplianceEvery,
-		events:     cfg.EventsPerRound,
-		known:      make(map[string]bool),
-		changed:    make(map[pair]bool),
-		sentEvents: make(map[string]map[string][]string),
+		hub:           hub,
+		clusters:      clusters,
+		target:        cfg.Policies,
+		placeP:        cfg.PlacementProbability,
+		every:         cfg.ComplianceEvery,
+		events:        cfg.EventsPerRound,
+		omitCompliant: cfg.Agent == AgentHoH,
+		known:         make(map[string]bool),
+		changed:       make(map[pair]bool),
+		sentEvents:    make(map[string]map[string][]string),
 	}
 	for _, c := range clusters.clusters {
 		m.known[c.name] = true

@@ -94,8 +94,9 @@ func (s *clustersPolicies) record(*HubState) {}
 // clusterspolicies bundle (so each placement is followed by a report built
 // on it, and pairs never stay 'unknown' only because they were placed),
 // and every Config.ComplianceEvery rounds. Each lists every policy of the
-// hub, even one placed nowhere, so that the last report decides the state
-// of every row. Its dependency is the last clusterspolicies version sent.
+// hub, even one placed nowhere, but for the hub-of-hubs agent (AgentHoH),
+// which leaves out the policies whose clusters all comply; either way the
+// last report decides the state of every row. Its dependency is the last clusterspolicies version sent.
 type complianceReports struct{ m *policyModel }
 
 type complianceObject struct {
@@ -116,8 +117,8 @@ func (s *complianceReports) step(rng *rand.Rand, t tick) (draft, bool, error) {
 	m.sinceReport = 0
 	clear(m.changed)
 	policies := m.sortedPolicies()
-	objs := make([]complianceObject, len(policies))
-	for i, p := range policies {
+	objs := make([]complianceObject, 0, len(policies))
+	for _, p := range policies {
 		o := complianceObject{PolicyID: p.id, NonCompliant: []string{}, Unknown: []string{}, ResourceVersion: strconv.Itoa(p.version)}
 		for _, c := range p.clusters { // sorted
 			switch p.state[c] {
@@ -127,7 +128,10 @@ func (s *complianceReports) step(rng *rand.Rand, t tick) (draft, bool, error) {
 				o.Unknown = append(o.Unknown, c)
 			}
 		}
-		objs[i] = o
+		if m.omitCompliant && len(o.NonCompliant) == 0 && len(o.Unknown) == 0 {
+			continue // "don't send in the bundle a policy where all clusters are compliant"
+		}
+		objs = append(objs, o)
 	}
 	data, err := encodeObjects(TypeCompliance, objs)
 	return draft{typ: TypeCompliance, data: data, dependsOn: TypeClustersPolicies}, err == nil, err

@@ -7,6 +7,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -34,7 +35,7 @@ func validEnvelope(topic, hub string) transport.Envelope {
 // message that must become a bundle.
 type decodeCase struct {
 	name   string
-	reason string
+	reason deadletter.Reason
 	build  func(t testing.TB, topic, hub string) *kafka.Message
 }
 
@@ -60,7 +61,7 @@ func fromMessage(change func(m *kafka.Message)) func(testing.TB, string, string)
 }
 
 func badVersion(v string) decodeCase {
-	return decodeCase{"extversion " + v, transport.ReasonMalformedVersion,
+	return decodeCase{"extversion " + v, deadletter.MalformedVersion,
 		fromMessage(func(m *kafka.Message) { setHeader(m, "ce_extversion", v) })}
 }
 
@@ -80,31 +81,31 @@ func decodeCases() []decodeCase {
 			e.Data = jsonOfSize(transport.MinMaxBundleBytes)
 		})},
 
-		{"not a cloudevent", transport.ReasonNotCloudEvent, func(_ testing.TB, topic, hub string) *kafka.Message {
+		{"not a cloudevent", deadletter.NotCloudEvent, func(_ testing.TB, topic, hub string) *kafka.Message {
 			return &kafka.Message{
 				TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
 				Key:            []byte(hub),
 				Value:          []byte("hello, not an event"),
 			}
 		}},
-		{"specversion 0.3", transport.ReasonNotCloudEvent,
+		{"specversion 0.3", deadletter.NotCloudEvent,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_specversion", "0.3") })},
-		{"specversion 2.0", transport.ReasonNotCloudEvent,
+		{"specversion 2.0", deadletter.NotCloudEvent,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_specversion", "2.0") })},
-		{"unparsable time", transport.ReasonNotCloudEvent,
+		{"unparsable time", deadletter.NotCloudEvent,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_time", "yesterday") })},
-		{"invalid extension name", transport.ReasonNotCloudEvent,
+		{"invalid extension name", deadletter.NotCloudEvent,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_bad-name", "x") })},
 
-		{"missing id", transport.ReasonMissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_id") })},
-		{"missing source", transport.ReasonMissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_source") })},
-		{"missing type", transport.ReasonMissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_type") })},
-		{"missing extversion", transport.ReasonMissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_extversion") })},
+		{"missing id", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_id") })},
+		{"missing source", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_source") })},
+		{"missing type", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_type") })},
+		{"missing extversion", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_extversion") })},
 
-		{"unknown type", transport.ReasonUnknownType, fromEnvelope(func(e *transport.Envelope) { e.Type = "nosuchtype" })},
-		{"foreign type prefix", transport.ReasonUnknownType,
+		{"unknown type", deadletter.UnknownType, fromEnvelope(func(e *transport.Envelope) { e.Type = "nosuchtype" })},
+		{"foreign type prefix", deadletter.UnknownType,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", "com.example.heartbeat") })},
-		{"bare type prefix", transport.ReasonUnknownType,
+		{"bare type prefix", deadletter.UnknownType,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix) })},
 
 		badVersion("a.b"),
@@ -116,21 +117,21 @@ func decodeCases() []decodeCase {
 		badVersion(""),
 		badVersion(" 1.2"),
 		badVersion("+1.2"),
-		{"malformed dependency", transport.ReasonMalformedVersion,
+		{"malformed dependency", deadletter.MalformedVersion,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_extdependencyversion", "x") })},
 
-		{"too large", transport.ReasonTooLarge, fromEnvelope(func(e *transport.Envelope) {
+		{"too large", deadletter.TooLarge, fromEnvelope(func(e *transport.Envelope) {
 			e.Data = jsonOfSize(transport.MinMaxBundleBytes + 1)
 		})},
 
-		{"source is not the key", transport.ReasonSourceMismatch,
+		{"source is not the key", deadletter.SourceMismatch,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_source", string(m.Key)+"-impostor") })},
-		{"no key", transport.ReasonSourceMismatch, fromMessage(func(m *kafka.Message) { m.Key = nil })},
+		{"no key", deadletter.SourceMismatch, fromMessage(func(m *kafka.Message) { m.Key = nil })},
 
-		{"payload not json", transport.ReasonBadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") })},
-		{"payload of the wrong shape", transport.ReasonBadPayload,
+		{"payload not json", deadletter.BadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") })},
+		{"payload of the wrong shape", deadletter.BadPayload,
 			fromEnvelope(func(e *transport.Envelope) { e.Data = []byte(`{"objects":{}}`) })},
-		{"no data", transport.ReasonBadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = nil })},
+		{"no data", deadletter.BadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = nil })},
 	}
 }
 

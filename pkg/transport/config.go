@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,13 +33,16 @@ const (
 
 // mandatoryProperties are librdkafka settings the reader depends on; Config
 // Properties cannot change them.
-//   - Offsets are committed by the committer, from Postgres positions, never
-//     by librdkafka on its own schedule.
+//   - Offsets are stored only by the reader, and only positions already in
+//     Postgres (enable.auto.offset.store=false); librdkafka commits what was
+//     stored to the consumer group in the background, on revocation and on
+//     close, so lag tools follow the bridge without any call blocking the
+//     poll loop.
 //   - fetch.queue.backoff.ms: librdkafka's default (1 s) pauses fetching
 //     whenever its queue is full, which stalls a fast consumer.
 //   - enable.metrics.push: client telemetry is not collected by anyone.
 var mandatoryProperties = map[string]string{
-	"enable.auto.commit":       "false",
+	"enable.auto.commit":       "true",
 	"enable.auto.offset.store": "false",
 	"fetch.queue.backoff.ms":   "10",
 	"enable.metrics.push":      "false",
@@ -190,6 +194,33 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Bounds of librdkafka's prefetch settings: fetch.max.bytes must hold the
+// largest message (message.max.bytes, 1,000,000 by default) and stay below
+// receive.message.max.bytes (100,000,000).
+const (
+	minFetchMaxBytes = 1 << 20
+	maxFetchMaxBytes = 50 << 20 // librdkafka's default
+	minQueuedKBytes  = 4 << 10
+	maxQueuedKBytes  = 64 << 10 // librdkafka's default, 64 MiB
+)
+
+// prefetchProperties bounds what librdkafka prefetches by the memory
+// budget, so that --max-buffered-bytes bounds the process and not only the
+// Go heap: the consumer queue (queued.max.messages.kbytes) gets an eighth
+// of it and one fetch response (fetch.max.bytes) a sixteenth, within
+// librdkafka's limits. Properties set explicitly win. No budget, no change.
+func (c Config) prefetchProperties() map[string]string {
+	if c.MaxBufferedBytes <= 0 {
+		return nil
+	}
+	queued := min(max(c.MaxBufferedBytes/8>>10, minQueuedKBytes), maxQueuedKBytes)
+	fetch := min(max(c.MaxBufferedBytes/16, minFetchMaxBytes), maxFetchMaxBytes)
+	return map[string]string{
+		"queued.max.messages.kbytes": strconv.FormatInt(queued, 10),
+		"fetch.max.bytes":            strconv.FormatInt(fetch, 10),
+	}
+}
+
 // consumerConfig returns the librdkafka configuration of a validated,
 // defaulted Config: defaults, then the fields, then Properties, then the
 // mandatory settings, so that nothing can undo the latter.
@@ -201,6 +232,9 @@ func (c Config) consumerConfig() *kafka.ConfigMap {
 	m["bootstrap.servers"] = c.Brokers
 	m["group.id"] = c.GroupID
 	m["auto.offset.reset"] = c.AutoOffsetReset
+	for k, v := range c.prefetchProperties() {
+		m[k] = v
+	}
 	for k, v := range c.Properties {
 		m[k] = v
 	}

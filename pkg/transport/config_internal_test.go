@@ -1,6 +1,9 @@
 package transport
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestConsumerConfigKeepsMandatorySettings(t *testing.T) {
 	c := DefaultConfig()
@@ -27,5 +30,54 @@ func TestMaxBundleBytesFloor(t *testing.T) {
 		if got := (Config{MaxBundleBytes: in}).withDefaults().MaxBundleBytes; got != want {
 			t.Errorf("MaxBundleBytes %d became %d, want %d", in, got, want)
 		}
+	}
+}
+
+func TestPrefetchFollowsTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget        int64
+		queued, fetch any // what the consumer config holds; nil: librdkafka's default
+		props         map[string]string
+	}{
+		{budget: 0},
+		{budget: 256 << 20, queued: "32768", fetch: "16777216"},
+		{budget: 512 << 20, queued: "65536", fetch: "33554432"},
+		{budget: 4 << 30, queued: "65536", fetch: "52428800"}, // capped at librdkafka's defaults
+		{budget: 16 << 20, queued: "4096", fetch: "1048576"},  // floors
+		{budget: 256 << 20, queued: "1000", fetch: "16777216", // an explicit property wins
+			props: map[string]string{"queued.max.messages.kbytes": "1000"}},
+	} {
+		c := DefaultConfig()
+		c.Brokers, c.Topics, c.MaxBufferedBytes, c.Properties = "b:1", []string{"t"}, tc.budget, tc.props
+		m := *c.withDefaults().consumerConfig()
+		if got := m["queued.max.messages.kbytes"]; got != tc.queued {
+			t.Errorf("budget %d: queued.max.messages.kbytes = %v, want %v", tc.budget, got, tc.queued)
+		}
+		if got := m["fetch.max.bytes"]; got != tc.fetch {
+			t.Errorf("budget %d: fetch.max.bytes = %v, want %v", tc.budget, got, tc.fetch)
+		}
+	}
+}
+
+func TestLogLimit(t *testing.T) {
+	var l logLimit
+	t0 := time.Unix(1000, 0)
+	logged := 0
+	for i := range 25 {
+		if l.allow(t0.Add(time.Duration(i) * time.Millisecond)) {
+			logged++
+		}
+	}
+	if logged != rejectLogBurst {
+		t.Fatalf("logged %d of 25 in one second, want %d", logged, rejectLogBurst)
+	}
+	if !l.allow(t0.Add(time.Second)) {
+		t.Fatal("the next second's first line was not allowed")
+	}
+	if n := l.takeSuppressed(); n != 25-rejectLogBurst {
+		t.Fatalf("suppressed %d, want %d", n, 25-rejectLogBurst)
+	}
+	if n := l.takeSuppressed(); n != 0 {
+		t.Fatalf("suppressed %d after taking them, want 0", n)
 	}
 }

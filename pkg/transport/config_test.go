@@ -34,7 +34,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero values take defaults", func(c *transport.Config) { *c = transport.Config{Brokers: "b:1", Topics: []string{"t"}} }, true},
 		{"small max bundle bytes is raised, not refused", func(c *transport.Config) { c.MaxBundleBytes = 10 }, true},
 		{"mandatory property restated", func(c *transport.Config) {
-			c.Properties = map[string]string{"enable.auto.commit": "false", "session.timeout.ms": "10000"}
+			c.Properties = map[string]string{"enable.auto.commit": "true", "session.timeout.ms": "10000"}
 		}, true},
 		{"no brokers", func(c *transport.Config) { c.Brokers = " " }, false},
 		{"no topics", func(c *transport.Config) { c.Topics = nil }, false},
@@ -43,7 +43,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bad offset reset", func(c *transport.Config) { c.AutoOffsetReset = "sometimes" }, false},
 		{"negative max bundle bytes", func(c *transport.Config) { c.MaxBundleBytes = -1 }, false},
 		{"negative poll timeout", func(c *transport.Config) { c.PollTimeout = -time.Second }, false},
-		{"auto commit turned on", func(c *transport.Config) { c.Properties = map[string]string{"enable.auto.commit": "true"} }, false},
+		{"auto commit turned off", func(c *transport.Config) { c.Properties = map[string]string{"enable.auto.commit": "false"} }, false},
 		{"offset store turned on", func(c *transport.Config) { c.Properties = map[string]string{"enable.auto.offset.store": "true"} }, false},
 		{"fetch backoff changed", func(c *transport.Config) { c.Properties = map[string]string{"fetch.queue.backoff.ms": "1000"} }, false},
 		{"metrics push turned on", func(c *transport.Config) { c.Properties = map[string]string{"enable.metrics.push": "true"} }, false},
@@ -65,13 +65,13 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewReaderRefuses(t *testing.T) {
-	cm, err := committer.New(committer.Config{Interval: time.Second}, &memStore{}, zap.NewNop())
+	cm, err := committer.New(committer.Config{Interval: time.Second}, committer.Deps{Store: &memStore{}, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := transport.DefaultConfig()
 	cfg.Brokers, cfg.Topics = "127.0.0.1:1", []string{"status"}
-	deps := transport.Deps{Decoder: testDecoders(), Sink: &testSink{}, Committer: cm, Offsets: &memOffsets{}}
+	deps := transport.Deps{Decoder: testDecoders(), Sink: &testSink{}, Positions: positions{cm}, Offsets: &memOffsets{}}
 
 	bad := cfg
 	bad.Topics = nil
@@ -81,7 +81,7 @@ func TestNewReaderRefuses(t *testing.T) {
 	for name, change := range map[string]func(d *transport.Deps){
 		"no decoder":   func(d *transport.Deps) { d.Decoder = nil },
 		"no sink":      func(d *transport.Deps) { d.Sink = nil },
-		"no committer": func(d *transport.Deps) { d.Committer = nil },
+		"no positions": func(d *transport.Deps) { d.Positions = nil },
 		"no offsets":   func(d *transport.Deps) { d.Offsets = nil },
 	} {
 		d := deps

@@ -14,13 +14,11 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// ErrUnknownType is returned by a Decoder for a bundle type it does not know.
-var ErrUnknownType = errors.New("unknown bundle type")
-
 // Decoder turns a bundle type's data into its payload. Decode returns an
-// error wrapping ErrUnknownType for a type it does not know (an
+// error wrapping bundle.ErrUnknownType for a type it does not know (an
 // unknown_type reject); any other error makes the message a bad_payload
 // reject.
 type Decoder interface {
@@ -48,7 +46,7 @@ func (d Decoders) Known(typ string) bool { _, ok := d[typ]; return ok }
 func (d Decoders) Decode(typ string, data []byte) (any, error) {
 	fn, ok := d[typ]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownType, typ)
+		return nil, fmt.Errorf("%w: %q", bundle.ErrUnknownType, typ)
 	}
 	return fn(data)
 }
@@ -67,7 +65,7 @@ type Rules struct {
 // it never panics on bad input. receivedAt becomes the bundle's ReceivedAt.
 func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	if msg == nil {
-		return nil, newReject(nil, bundle.Origin{}, ReasonNotCloudEvent, errors.New("nil message"))
+		return nil, newReject(nil, bundle.Origin{}, deadletter.NotCloudEvent, errors.New("nil message"))
 	}
 	tp := msg.TopicPartition
 	origin := bundle.Origin{Partition: tp.Partition, Offset: int64(tp.Offset)}
@@ -77,54 +75,54 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 	// The binding panics on these; a consumer never delivers them, but
 	// Decode is also fed by fuzzing and tests.
 	if tp.Topic == nil || tp.Partition < 0 || tp.Offset < 0 {
-		return nil, newReject(msg, origin, ReasonNotCloudEvent, fmt.Errorf("message has no topic, partition or offset (%v)", tp))
+		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("message has no topic, partition or offset (%v)", tp))
 	}
 
 	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
 	if err != nil {
-		return nil, newReject(msg, origin, ReasonNotCloudEvent, err)
+		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
 	// The v1 context gives direct access to the extensions: Extensions()
 	// copies the map, GetExtension allocates an error when one is absent.
 	v1, ok := ev.Context.(*event.EventContextV1)
 	if !ok {
-		return nil, newReject(msg, origin, ReasonNotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.SpecVersion(), event.CloudEventsVersionV1))
+		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.SpecVersion(), event.CloudEventsVersionV1))
 	}
 	hub, typ := ev.Source(), ev.Type()
 	var versionText string
-	reject := func(reason string, err error) (*bundle.Bundle, *Reject) {
+	reject := func(reason deadletter.Reason, err error) (*bundle.Bundle, *Reject) {
 		r := newReject(msg, origin, reason, err)
 		r.Hub, r.Type, r.Version = hub, typ, versionText
 		return nil, r
 	}
 	switch {
 	case ev.ID() == "":
-		return reject(ReasonMissingAttribute, errors.New("no id"))
+		return reject(deadletter.MissingAttribute, errors.New("no id"))
 	case hub == "":
-		return reject(ReasonMissingAttribute, errors.New("no source"))
+		return reject(deadletter.MissingAttribute, errors.New("no source"))
 	case typ == "":
-		return reject(ReasonMissingAttribute, errors.New("no type"))
+		return reject(deadletter.MissingAttribute, errors.New("no type"))
 	}
 
 	short, ok := strings.CutPrefix(typ, rules.TypePrefix)
 	if !ok || short == "" {
-		return reject(ReasonUnknownType, fmt.Errorf("type %q does not start with %q", typ, rules.TypePrefix))
+		return reject(deadletter.UnknownType, fmt.Errorf("type %q does not start with %q", typ, rules.TypePrefix))
 	}
 	if tc, ok := rules.Decoder.(TypeChecker); ok && !tc.Known(short) {
-		return reject(ReasonUnknownType, fmt.Errorf("%w: %q", ErrUnknownType, short))
+		return reject(deadletter.UnknownType, fmt.Errorf("%w: %q", bundle.ErrUnknownType, short))
 	}
 
 	rawVersion, ok := v1.Extensions[ExtVersion]
 	if !ok {
-		return reject(ReasonMissingAttribute, errors.New("no "+ExtVersion))
+		return reject(deadletter.MissingAttribute, errors.New("no "+ExtVersion))
 	}
 	versionText, err = types.ToString(rawVersion)
 	if err != nil {
-		return reject(ReasonMalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
+		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
 	version, err := bundle.ParseVersion(versionText)
 	if err != nil {
-		return reject(ReasonMalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
+		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
 	b := &bundle.Bundle{Hub: hub, Type: short, Version: version, Origin: origin, ReceivedAt: receivedAt}
 	if rawDep, ok := v1.Extensions[ExtDependencyVersion]; ok {
@@ -133,25 +131,31 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 			b.Dependency, err = bundle.ParseVersion(depText)
 		}
 		if err != nil {
-			return reject(ReasonMalformedVersion, fmt.Errorf("%s: %w", ExtDependencyVersion, err))
+			return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtDependencyVersion, err))
 		}
 		b.HasDependency = true
 	}
 
 	data := ev.Data()
 	if len(data) > rules.MaxBundleBytes {
-		return reject(ReasonTooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
+		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
 	}
 	// string(msg.Key) in a comparison does not allocate.
 	if rules.VerifySource && string(msg.Key) != hub {
-		return reject(ReasonSourceMismatch, fmt.Errorf("source %q is not the message key %q", hub, msg.Key))
+		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q is not the message key %q", hub, msg.Key))
 	}
 
 	payload, err := rules.Decoder.Decode(short, data)
 	if err != nil {
-		reason := ReasonBadPayload
-		if errors.Is(err, ErrUnknownType) {
-			reason = ReasonUnknownType
+		// The decoder's error says why when it carries a reason; else it
+		// is bad_payload, but for a type the decoder does not know.
+		reason := deadletter.BadPayload
+		var reasoned deadletter.Reasoned
+		switch {
+		case errors.As(err, &reasoned):
+			reason = reasoned.DeadLetterReason()
+		case errors.Is(err, bundle.ErrUnknownType):
+			reason = deadletter.UnknownType
 		}
 		return reject(reason, err)
 	}

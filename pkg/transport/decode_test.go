@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -58,7 +59,7 @@ func TestDecode(t *testing.T) {
 			if len(rej.Headers) != len(msg.Headers) {
 				t.Errorf("reject has %d headers, message %d", len(rej.Headers), len(msg.Headers))
 			}
-			if tc.reason == transport.ReasonMalformedVersion {
+			if tc.reason == deadletter.MalformedVersion {
 				if !errors.Is(rej, bundle.ErrMalformedVersion) && !errors.Is(rej.Err, bundle.ErrMalformedVersion) {
 					t.Errorf("malformed version reject does not wrap bundle.ErrMalformedVersion: %v", rej.Err)
 				}
@@ -116,8 +117,8 @@ func TestDecodeGuards(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b, rej := transport.Decode(msg, testRules(), time.Now())
-			if b != nil || rej == nil || rej.Reason != transport.ReasonNotCloudEvent {
-				t.Fatalf("got %+v, %+v; want a %s reject", b, rej, transport.ReasonNotCloudEvent)
+			if b != nil || rej == nil || rej.Reason != deadletter.NotCloudEvent {
+				t.Fatalf("got %+v, %+v; want a %s reject", b, rej, deadletter.NotCloudEvent)
 			}
 		})
 	}
@@ -208,7 +209,7 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // decodeOnly hides Decoders' Known, as a Decoder that only signals unknown
-// types through ErrUnknownType.
+// types through bundle.ErrUnknownType.
 type decodeOnly struct{ d transport.Decoders }
 
 func (d decodeOnly) Decode(typ string, data []byte) (any, error) { return d.d.Decode(typ, data) }
@@ -219,8 +220,8 @@ func TestDecodeUnknownTypeWithoutTypeChecker(t *testing.T) {
 	env := validEnvelope("status", "hub-a")
 	env.Type = "nosuchtype"
 	b, rej := transport.Decode(consumed(mustEncode(t, env), 0, 0), rules, time.Now())
-	if b != nil || rej == nil || rej.Reason != transport.ReasonUnknownType || !errors.Is(rej, transport.ErrUnknownType) {
-		t.Fatalf("got %+v, %+v; want an unknown_type reject wrapping ErrUnknownType", b, rej)
+	if b != nil || rej == nil || rej.Reason != deadletter.UnknownType || !errors.Is(rej, bundle.ErrUnknownType) {
+		t.Fatalf("got %+v, %+v; want an unknown_type reject wrapping bundle.ErrUnknownType", b, rej)
 	}
 	if b, rej := transport.Decode(consumed(mustEncode(t, validEnvelope("status", "hub-a")), 0, 1), rules, time.Now()); rej != nil {
 		t.Fatalf("valid message rejected: %v (bundle %v)", rej, b)

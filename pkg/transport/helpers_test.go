@@ -58,17 +58,17 @@ func (s *testSink) snapshot() []*bundle.Bundle {
 	return append([]*bundle.Bundle(nil), s.bundles...)
 }
 
-// testRejects records rejects.
+// testRejects records rejects and stores them at once (releases them).
 type testRejects struct {
 	mu      sync.Mutex
 	rejects []transport.Reject
 }
 
-func (r *testRejects) Reject(_ context.Context, rej transport.Reject) error {
+func (r *testRejects) Reject(rej transport.Reject) {
 	r.mu.Lock()
 	r.rejects = append(r.rejects, rej)
 	r.mu.Unlock()
-	return nil
+	rej.Release()
 }
 
 func (r *testRejects) snapshot() []transport.Reject {
@@ -84,12 +84,20 @@ type memOffsets struct {
 	err       error
 }
 
-func (m *memOffsets) Load(_ context.Context, topic string, partition int32) (committer.Position, bool, error) {
+func (m *memOffsets) Claim(_ context.Context, topic string, partition int32) (transport.StoredPosition, bool, error) {
 	if m.err != nil {
-		return committer.Position{}, false, m.err
+		return transport.StoredPosition{}, false, m.err
 	}
 	p, ok := m.positions[committer.RowName(topic, partition)]
-	return p, ok, nil
+	return transport.StoredPosition{Offset: p.Offset, ClusterID: p.ClusterID}, ok, nil
+}
+
+// positions adapts the committer to the reader's Positions, as the bridge
+// does.
+type positions struct{ *committer.Committer }
+
+func (p positions) Assign(topic string, partition int32, start int64) transport.Partition {
+	return p.Committer.Assign(topic, partition, start)
 }
 
 // memStore keeps the positions the committer saves and counts the saves.
@@ -112,11 +120,11 @@ func (s *memStore) Save(_ context.Context, ps []committer.Position) error {
 	return nil
 }
 
-// Load serves the saved positions, so that readers sharing a memStore
+// Claim serves the saved positions, so that readers sharing a memStore
 // start where another one committed, as bridges sharing a database do.
-func (s *memStore) Load(_ context.Context, topic string, partition int32) (committer.Position, bool, error) {
+func (s *memStore) Claim(_ context.Context, topic string, partition int32) (transport.StoredPosition, bool, error) {
 	p, ok := s.get(topic, partition)
-	return p, ok, nil
+	return transport.StoredPosition{Offset: p.Offset, ClusterID: p.ClusterID}, ok, nil
 }
 
 func (s *memStore) count() int {
@@ -198,4 +206,14 @@ func jsonOfSize(n int) []byte {
 		b = append(b, 'x')
 	}
 	return append(b, tail...)
+}
+
+// lookup returns the committer's tracker of a partition, if assigned.
+func lookup(c *committer.Committer, topic string, partition int32) (*committer.Partition, bool) {
+	for _, p := range c.Partitions() {
+		if p.Topic == topic && p.Partition == partition {
+			return p, true
+		}
+	}
+	return nil, false
 }

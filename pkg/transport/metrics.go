@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // Start labels of stb_transport_assignments_total.
@@ -70,8 +71,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Every reason and start appears from the beginning, at zero, so that
 	// rate() and alerts work before the first occurrence.
-	for _, r := range Reasons {
-		m.rejected.WithLabelValues(r)
+	for _, r := range deadletter.ReadReasons {
+		m.rejected.WithLabelValues(string(r))
 	}
 	for _, s := range []string{startStored, startReset, startGroup} {
 		m.assignments.WithLabelValues(s)

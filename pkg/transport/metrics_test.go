@@ -13,14 +13,14 @@ import (
 
 func TestMetricsLint(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c, err := committer.New(committer.Config{Interval: 1e9}, &memStore{}, zap.NewNop())
+	c, err := committer.New(committer.Config{Interval: 1e9}, committer.Deps{Store: &memStore{}, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := transport.DefaultConfig()
 	cfg.Brokers, cfg.Topics = "127.0.0.1:1", []string{"status"}
 	r, err := transport.NewReader(cfg, transport.Deps{
-		Decoder: testDecoders(), Sink: &testSink{}, Committer: c, Offsets: &memOffsets{}, Registerer: reg,
+		Decoder: testDecoders(), Sink: &testSink{}, Positions: positions{c}, Offsets: &memOffsets{}, Registerer: reg,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,25 +13,73 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/bundle"
-	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // Sink receives accepted bundles; the conflation manager implements it.
-// Insert must not block: it runs on the reader's poll loop.
+// Insert must not block: it runs on the reader's decoding goroutine, which
+// the poll loop feeds.
 type Sink interface {
 	Insert(b *bundle.Bundle)
 }
 
-// Offsets loads stored positions; committer.PGStore implements it.
+// Partition is what the reader needs of the tracker of one assigned
+// partition; *committer.Partition implements it. Read registers a message
+// before it is handed on; the bundle made of it (or its dead letter) calls
+// Done once the bridge is finished with it.
+type Partition interface {
+	bundle.Tracker
+	Read(offset int64)
+	// Committed is the position last stored in Postgres (-1: none); the
+	// reader mirrors it into the Kafka consumer group for lag tools.
+	Committed() int64
+	// SetHighWatermark records the partition's high watermark, for lag.
+	SetHighWatermark(offset int64)
+	// Idle is closed once nothing read is outstanding.
+	Idle() <-chan struct{}
+}
+
+// Positions is what the reader needs of the committer, which tracks the
+// assigned partitions and stores their positions.
+type Positions interface {
+	// SetClusterID records the Kafka cluster id stored beside positions.
+	SetClusterID(id string)
+	// Assign starts tracking a partition read from start (-1: the broker
+	// decides, by auto.offset.reset).
+	Assign(topic string, partition int32, start int64) Partition
+	// Revoke stores a revoked partition's position a last time and stops
+	// tracking it.
+	Revoke(ctx context.Context, topic string, partition int32) error
+}
+
+// StoredPosition is a partition's position as stored in Postgres, and the
+// Kafka cluster it was read from.
+type StoredPosition struct {
+	Offset    int64
+	ClusterID string
+}
+
+// Offsets claims a partition's stored position when it is assigned (so
+// that a replica that loses it can no longer move it) and returns it;
+// committer.PGStore implements it through the bridge.
 type Offsets interface {
-	Load(ctx context.Context, topic string, partition int32) (committer.Position, bool, error)
+	Claim(ctx context.Context, topic string, partition int32) (StoredPosition, bool, error)
+}
+
+// Dropper forgets what the pipeline holds of a revoked partition: the
+// reader calls DropPartition after the partition's final commit, waits
+// until the partition is idle (its writes in flight have finished) or the
+// revocation timeout ends, and then calls end. conflation.Manager
+// implements it.
+type Dropper interface {
+	DropPartition(topic string, partition int32) (end func())
 }
 
 // Deps are the reader's collaborators.
 type Deps struct {
 	Decoder   Decoder
 	Sink      Sink
-	Committer *committer.Committer
+	Positions Positions
 	Offsets   Offsets
 	// Rejects receives rejected messages; nil only logs and counts them.
 	Rejects Rejects
@@ -44,15 +92,16 @@ type Deps struct {
 	// units know of the database from it (DESIGN.md §10). An error is
 	// logged and the partitions are read anyway.
 	BeforeAssign func(ctx context.Context) error
-	// AfterRevoke, optional, runs in the rebalance callback for each
-	// revoked partition, after its final commit and before librdkafka
-	// hands it to another member: the bridge drops the partition's bundles
-	// no worker has taken and waits (until ctx ends) for those in flight,
-	// so that the new owner's writes never overlap this bridge's
-	// (DESIGN.md §10). p is the partition's tracker.
-	AfterRevoke func(ctx context.Context, p *committer.Partition)
-	Logger      *zap.Logger
-	Registerer  prometheus.Registerer
+	// Dropper, optional, forgets what is held of revoked partitions so
+	// that their new owner, which reads it again, never writes alongside
+	// this bridge (DESIGN.md §10).
+	Dropper Dropper
+	// GlobalHub, optional, turns on the global-hub wire profile: events
+	// under GlobalHubTypePrefix are decoded by it (globalhub.go) and their
+	// chunks assembled (globalhub_chunks.go). Nil reads STB's format only.
+	GlobalHub  *GlobalHub
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
 }
 
 // Buffer reports how many payload bytes are held downstream.
@@ -99,9 +148,12 @@ type Reader struct {
 	ran       bool
 	runCtx    context.Context
 	clusterID string
-	parts     map[partitionKey]*committer.Partition
+	parts     map[partitionKey]Partition
 	topics    map[string]*topicCounters
-	rejectsBy map[string]prometheus.Counter
+	rejectsBy map[deadletter.Reason]prometheus.Counter
+	// rejectLog limits the "message rejected" lines a flood of bad
+	// messages makes; used by the decoding goroutine only.
+	rejectLog logLimit
 	fatal     error // ends Run: an assignment failed or the client is dead
 	paused    bool  // backpressure paused every assigned partition
 
@@ -116,15 +168,16 @@ type Reader struct {
 	pending     sync.WaitGroup
 	queuedBytes atomic.Int64
 
-	wm    watermarks
 	stats *statsMetrics
+	// groupStored is, per partition, the position last stored for the
+	// consumer group; only the poll loop and the rebalance callback (both
+	// under runMu) use it.
+	groupStored    map[partitionKey]int64
+	lastGroupStore time.Time
 
-	// kafkaMu keeps CommitKafka, which the committer calls from its own
-	// goroutine, off the consumer once Close has begun closing it.
-	// Lock order: runMu, then kafkaMu (CommitKafka may run inside the
-	// rebalance callback, under runMu). No I/O under kafkaMu's write lock.
-	kafkaMu     sync.RWMutex
-	kafkaClosed bool
+	// chunks holds chunks of global-hub events until they are whole;
+	// nil without the profile.
+	chunks *chunkAssembler
 
 	closeOnce sync.Once
 	closeErr  error
@@ -134,7 +187,7 @@ type Reader struct {
 // way to the decoding goroutine.
 type polled struct {
 	msg *kafka.Message
-	p   *committer.Partition
+	p   Partition
 	tc  *topicCounters
 }
 
@@ -159,8 +212,8 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		return nil, errors.New("transport reader: a Decoder is required")
 	case deps.Sink == nil:
 		return nil, errors.New("transport reader: a Sink is required")
-	case deps.Committer == nil:
-		return nil, errors.New("transport reader: a Committer is required")
+	case deps.Positions == nil:
+		return nil, errors.New("transport reader: Positions (the committer) are required")
 	case deps.Offsets == nil:
 		return nil, errors.New("transport reader: an Offsets store is required")
 	}
@@ -193,18 +246,23 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 			MaxBundleBytes: cfg.MaxBundleBytes,
 			Decoder:        deps.Decoder,
 		},
-		deps:      deps,
-		logger:    logger,
-		metrics:   m,
-		stats:     sm,
-		consumer:  consumer,
-		logsDone:  make(chan struct{}),
-		parts:     map[partitionKey]*committer.Partition{},
-		topics:    map[string]*topicCounters{},
-		rejectsBy: map[string]prometheus.Counter{},
+		deps:     deps,
+		logger:   logger,
+		metrics:  m,
+		stats:    sm,
+		consumer: consumer,
+		logsDone: make(chan struct{}),
+		parts:    map[partitionKey]Partition{},
+
+		groupStored: map[partitionKey]int64{},
+		topics:      map[string]*topicCounters{},
+		rejectsBy:   map[deadletter.Reason]prometheus.Counter{},
 	}
-	for _, reason := range Reasons {
-		r.rejectsBy[reason] = m.rejected.WithLabelValues(reason)
+	for _, reason := range deadletter.ReadReasons {
+		r.rejectsBy[reason] = m.rejected.WithLabelValues(string(reason))
+	}
+	if deps.GlobalHub != nil {
+		r.chunks = newChunkAssembler(cfg.MaxBundleBytes)
 	}
 	go func() {
 		defer close(r.logsDone)
@@ -236,7 +294,7 @@ func (r *Reader) Run(ctx context.Context) error {
 		return err
 	}
 	r.clusterID = id
-	r.deps.Committer.SetClusterID(id)
+	r.deps.Positions.SetClusterID(id)
 
 	if err := r.consumer.SubscribeTopics(r.cfg.Topics, r.rebalance); err != nil {
 		return fmt.Errorf("subscribe to %v: %w", r.cfg.Topics, err)
@@ -276,6 +334,7 @@ func (r *Reader) Run(ctx context.Context) error {
 			r.logger.Debug("kafka event", zap.Stringer("event", ev))
 		}
 		r.backpressure()
+		r.maybeStoreGroupOffsets()
 	}
 	return r.fatal
 }
@@ -406,9 +465,15 @@ func (r *Reader) decodeLoop(ctx context.Context) {
 // decode turns one message into a bundle for the sink, or rejects it. No
 // logging and no allocation beyond the decoding on the accepted path.
 func (r *Reader) decode(ctx context.Context, it polled) {
-	b, rej := Decode(it.msg, r.rules, time.Now())
+	if r.chunks != nil {
+		var whole bool
+		if it, whole = r.chunks.add(it, r.rejectIncomplete); !whole {
+			return // a chunk held until its event is whole
+		}
+	}
+	b, rej := r.decodeMessage(it.msg)
 	if rej != nil {
-		r.reject(ctx, it.p, rej, it.tc)
+		r.reject(it.p, rej, it.tc)
 		return
 	}
 	r.accepted.Add(1)
@@ -417,34 +482,39 @@ func (r *Reader) decode(ctx context.Context, it polled) {
 	r.deps.Sink.Insert(b)
 }
 
-// reject logs, counts and dead-letters a message, then marks it done so the
-// partition's committed position moves past it.
-func (r *Reader) reject(ctx context.Context, p *committer.Partition, rej *Reject, tc *topicCounters) {
+// reject logs and counts a message and hands it to Deps.Rejects, which
+// marks it done once its dead letter is stored; only then may the
+// partition's committed position move past it. Nothing here waits.
+func (r *Reader) reject(p Partition, rej *Reject, tc *topicCounters) {
 	r.rejected.Add(1)
 	tc.rejected.Inc()
 	r.rejectsBy[rej.Reason].Inc()
-	fields := []zap.Field{
-		zap.String("reason", rej.Reason),
-		zap.String("topic", rej.Origin.Topic),
-		zap.Int32("partition", rej.Origin.Partition),
-		zap.Int64("offset", rej.Origin.Offset),
-		zap.Error(rej.Err),
-	}
-	if rej.Hub != "" {
-		fields = append(fields, zap.String("hub", rej.Hub))
-	}
-	if rej.Type != "" {
-		fields = append(fields, zap.String("type", rej.Type))
-	}
-	r.logger.Warn("message rejected", fields...)
-	if r.deps.Rejects != nil {
-		if err := r.deps.Rejects.Reject(ctx, *rej); err != nil {
-			r.logger.Error("dead letter not stored; the offset stays uncommitted so a restart rejects the message again",
-				append(fields, zap.NamedError("deadLetterError", err))...)
-			return
+	if r.rejectLog.allow(time.Now()) {
+		fields := []zap.Field{
+			zap.String("reason", string(rej.Reason)),
+			zap.String("topic", rej.Origin.Topic),
+			zap.Int32("partition", rej.Origin.Partition),
+			zap.Int64("offset", rej.Origin.Offset),
+			zap.Error(rej.Err),
 		}
+		if rej.Hub != "" {
+			fields = append(fields, zap.String("hub", rej.Hub))
+		}
+		if rej.Type != "" {
+			fields = append(fields, zap.String("type", rej.Type))
+		}
+		if n := r.rejectLog.takeSuppressed(); n > 0 {
+			fields = append(fields, zap.Int64("notLoggedBefore", n))
+		}
+		r.logger.Warn("message rejected", fields...)
 	}
-	p.Done(rej.Origin)
+	if r.deps.Rejects == nil {
+		p.Done(rej.Origin)
+		return
+	}
+	// Done once the dead letter is stored, by whoever stores it.
+	rej.Track(p)
+	r.deps.Rejects.Reject(*rej)
 }
 
 // kafkaError logs and counts an error the client reported. librdkafka
@@ -474,32 +544,48 @@ func (r *Reader) Stats() Stats {
 	return Stats{Read: r.read.Load(), Accepted: r.accepted.Load(), Rejected: r.rejected.Load()}
 }
 
-// CommitKafka commits positions to the consumer group, so that standard lag
-// tools see the bridge's progress; wire it as the committer's OnCommit.
-// Postgres stays the source of truth, so a failure is only logged. It is
-// safe to call from any goroutine, and does nothing once Close has begun.
-func (r *Reader) CommitKafka(ps []committer.Position) {
-	if len(ps) == 0 {
+// groupStoreInterval is how often the poll loop hands the positions stored
+// in Postgres to librdkafka for the consumer group.
+const groupStoreInterval = time.Second
+
+// maybeStoreGroupOffsets hands, every groupStoreInterval, the positions
+// stored in Postgres to librdkafka, which commits them to the consumer
+// group in the background (enable.auto.commit with the offset store left
+// to the reader), so that standard lag tools see the bridge's progress.
+// Postgres stays the source of truth. Storing is local to the client: the
+// poll loop never waits for the broker.
+func (r *Reader) maybeStoreGroupOffsets() {
+	if time.Since(r.lastGroupStore) < groupStoreInterval {
 		return
 	}
-	tps := make([]kafka.TopicPartition, len(ps))
-	for i, p := range ps {
-		topic := p.Topic
-		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: p.Partition, Offset: kafka.Offset(p.Offset)}
+	r.lastGroupStore = time.Now()
+	r.storeGroupOffsets(r.parts)
+}
+
+// storeGroupOffsets stores the Postgres positions of parts that moved since
+// they were last stored.
+func (r *Reader) storeGroupOffsets(parts map[partitionKey]Partition) {
+	var tps []kafka.TopicPartition
+	for k, p := range parts {
+		pos := p.Committed()
+		if pos < 0 || pos <= r.groupStored[k] {
+			continue
+		}
+		topic := k.topic
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: k.partition, Offset: kafka.Offset(pos)})
+		r.groupStored[k] = pos
 	}
-	r.kafkaMu.RLock()
-	defer r.kafkaMu.RUnlock()
-	if r.kafkaClosed {
+	if len(tps) == 0 {
 		return
 	}
-	if _, err := r.consumer.CommitOffsets(tps); err != nil {
+	if _, err := r.consumer.StoreOffsets(tps); err != nil {
 		code := "unknown"
 		var kerr kafka.Error
 		if errors.As(err, &kerr) {
 			code = kerr.Code().String()
 		}
 		r.metrics.kafkaErrors.WithLabelValues(code).Inc()
-		r.logger.Warn("committing positions to the consumer group failed; lag tools will lag behind",
+		r.logger.Warn("storing positions for the consumer group failed; lag tools will lag behind",
 			zap.Int("partitions", len(tps)), zap.Error(err))
 	}
 }
@@ -513,13 +599,42 @@ func (r *Reader) Close() error {
 		r.closing.Store(true)
 		r.runMu.Lock() // Run's loop sees closing within one poll
 		defer r.runMu.Unlock()
-		r.kafkaMu.Lock()
-		r.kafkaClosed = true
-		r.kafkaMu.Unlock()
 		if err := r.consumer.Close(); err != nil {
 			r.closeErr = fmt.Errorf("close kafka consumer: %w", err)
 		}
 		<-r.logsDone
 	})
 	return r.closeErr
+}
+
+// rejectLogBurst is how many rejects are logged per second; the others
+// are counted (stb_transport_rejected_total) and stored as dead letters,
+// and the next line logged says how many were not.
+const rejectLogBurst = 10
+
+// logLimit allows rejectLogBurst lines per second and counts the others.
+// Not safe for concurrent use.
+type logLimit struct {
+	second     int64
+	n          int
+	suppressed int64
+}
+
+func (l *logLimit) allow(now time.Time) bool {
+	if s := now.Unix(); s != l.second {
+		l.second, l.n = s, 0
+	}
+	if l.n < rejectLogBurst {
+		l.n++
+		return true
+	}
+	l.suppressed++
+	return false
+}
+
+// takeSuppressed returns the lines not logged since the last call.
+func (l *logLimit) takeSuppressed() int64 {
+	n := l.suppressed
+	l.suppressed = 0
+	return n
 }

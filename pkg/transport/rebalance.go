@@ -48,7 +48,9 @@ func (r *Reader) assign(c *kafka.Consumer, parts []kafka.TopicPartition) {
 		offset, start := r.startOffset(ctx, topic, tp.Partition)
 		tp.Offset = offset
 		assigned = append(assigned, tp)
-		r.parts[partitionKey{topic, tp.Partition}] = r.deps.Committer.Assign(topic, tp.Partition, start)
+		k := partitionKey{topic, tp.Partition}
+		r.parts[k] = r.deps.Positions.Assign(topic, tp.Partition, start)
+		r.groupStored[k] = start
 	}
 
 	var err error
@@ -79,7 +81,7 @@ func (r *Reader) assign(c *kafka.Consumer, parts []kafka.TopicPartition) {
 // when the broker decides.
 func (r *Reader) startOffset(ctx context.Context, topic string, partition int32) (offset kafka.Offset, start int64) {
 	fields := []zap.Field{zap.String("topic", topic), zap.Int32("partition", partition)}
-	pos, ok, err := r.deps.Offsets.Load(ctx, topic, partition)
+	pos, ok, err := r.deps.Offsets.Claim(ctx, topic, partition)
 	switch {
 	case err != nil:
 		// Not auto.offset.reset: replaying a whole topic because the
@@ -144,14 +146,16 @@ func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
 // it back to librdkafka.
 //
 // As DESIGN.md §10 has it: the final commit stores a position behind
-// everything this bridge still holds of the partition; then AfterRevoke
-// drops what no worker has taken and waits for what is in flight, so the
-// new owner, which reads all of it again, never writes alongside it.
+// everything this bridge still holds of the partition, which is stored for
+// the consumer group too; then the Dropper drops what no worker has taken and
+// the reader waits until what is in flight has finished (the partition is
+// idle), so the new owner, which reads all of it again, never writes
+// alongside it.
 func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	if c.AssignmentLost() {
 		// Another member may already own them, and have claimed their
 		// rows in status.transport: then the store refuses the final
-		// commit below (committer.LostError), so this replica cannot
+		// commit below (the committer's LostError), so this replica cannot
 		// move the new owner's resume point. Either way it would only
 		// store positions whose data this replica has written.
 		r.logger.Warn("partition assignment lost", zap.Int("partitions", len(parts)))
@@ -170,16 +174,31 @@ func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 			continue
 		}
 		topic := *tp.Topic
+		k := partitionKey{topic, tp.Partition}
+		p := r.parts[k]
 		if commit {
-			if err := r.deps.Committer.Revoke(ctx, topic, tp.Partition); err != nil {
+			if err := r.deps.Positions.Revoke(ctx, topic, tp.Partition); err != nil {
 				r.logger.Warn("final commit of revoked partition failed; it will replay from the last stored position",
 					zap.String("topic", topic), zap.Int32("partition", tp.Partition), zap.Error(err))
 			}
 		}
-		if p := r.parts[partitionKey{topic, tp.Partition}]; p != nil && commit && r.deps.AfterRevoke != nil {
-			r.deps.AfterRevoke(ctx, p)
+		r.dropChunks(topic, tp.Partition) // after the final commit, which stays before them
+		if p != nil {
+			// librdkafka commits what is stored when it unassigns.
+			r.storeGroupOffsets(map[partitionKey]Partition{k: p})
 		}
-		delete(r.parts, partitionKey{topic, tp.Partition})
+		if p != nil && commit && r.deps.Dropper != nil {
+			end := r.deps.Dropper.DropPartition(topic, tp.Partition)
+			select {
+			case <-p.Idle():
+			case <-ctx.Done():
+				r.logger.Warn("writes of a revoked partition still in flight at the revocation timeout; they are fenced by version against the new owner's",
+					zap.String("topic", topic), zap.Int32("partition", tp.Partition))
+			}
+			end()
+		}
+		delete(r.parts, k)
+		delete(r.groupStored, k)
 		r.logger.Info("partition revoked", zap.String("topic", topic), zap.Int32("partition", tp.Partition))
 	}
 

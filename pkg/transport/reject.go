@@ -1,45 +1,16 @@
 package transport
 
 import (
-	"context"
-
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
-
-// Reasons a message is rejected on read. They label
-// stb_transport_rejected_total and are stored with the dead letter.
-const (
-	// ReasonNotCloudEvent: no CloudEvents 1.0 event could be read from the
-	// message (no ce_specversion header, an unparsable attribute, …).
-	ReasonNotCloudEvent = "not_cloudevent"
-	// ReasonMissingAttribute: id, source, type or extversion is missing.
-	ReasonMissingAttribute = "missing_attribute"
-	// ReasonUnknownType: the type lacks the prefix or names no bundle type
-	// the bridge knows.
-	ReasonUnknownType = "unknown_type"
-	// ReasonMalformedVersion: extversion or extdependencyversion is not
-	// "<incarnation>.<generation>" of unsigned 64-bit decimals.
-	ReasonMalformedVersion = "malformed_version"
-	// ReasonTooLarge: the data exceeds MaxBundleBytes.
-	ReasonTooLarge = "too_large"
-	// ReasonSourceMismatch: the source is not the message key.
-	ReasonSourceMismatch = "source_mismatch"
-	// ReasonBadPayload: the data does not decode into the type's payload.
-	ReasonBadPayload = "bad_payload"
-)
-
-// Reasons lists every reject reason, for metrics and tests.
-var Reasons = []string{
-	ReasonNotCloudEvent, ReasonMissingAttribute, ReasonUnknownType,
-	ReasonMalformedVersion, ReasonTooLarge, ReasonSourceMismatch, ReasonBadPayload,
-}
 
 // Reject is a message that could not become a bundle, with what a dead
 // letter needs to explain it. It is also an error.
 type Reject struct {
-	Reason string
+	Reason deadletter.Reason
 	Err    error
 	Origin bundle.Origin
 	// Key, Headers and Data are the raw message; Data is not copied.
@@ -49,24 +20,36 @@ type Reject struct {
 	// Hub, Type and Version are filled as far as they were read: Type is
 	// the full CloudEvents type, Version the raw extversion text.
 	Hub, Type, Version string
+
+	tracker bundle.Tracker
 }
 
-// Rejects receives rejected messages; the dead-letter writer implements it.
-// Reject is called from the reader's poll loop. Only when it returns nil
-// is the message marked done: an error (the dead letter could not be
-// stored, even after retrying) leaves the offset outstanding, so the
-// committed position stays before it and a restart rejects it again
-// rather than losing it.
+// Rejects receives rejected messages; the bridge's dead-letter queue
+// implements it. Reject is called from the reader's decoding goroutine and
+// must not block or do I/O: the message's offset stays outstanding until
+// the receiver calls r.Release, once the dead letter is stored, so the
+// committed position never passes a letter that could still be lost.
 type Rejects interface {
-	Reject(ctx context.Context, r Reject) error
+	Reject(r Reject)
+}
+
+// Track makes r report its message done to t when Release is called.
+func (r *Reject) Track(t bundle.Tracker) { r.tracker = t }
+
+// Release tells the tracker, if any, that r's message is no longer needed:
+// its dead letter is stored.
+func (r *Reject) Release() {
+	if r.tracker != nil {
+		r.tracker.Done(r.Origin)
+	}
 }
 
 // Error describes the reject.
 func (r *Reject) Error() string {
 	if r.Err == nil {
-		return "message rejected: " + r.Reason
+		return "message rejected: " + string(r.Reason)
 	}
-	return "message rejected: " + r.Reason + ": " + r.Err.Error()
+	return "message rejected: " + string(r.Reason) + ": " + r.Err.Error()
 }
 
 // Unwrap returns the underlying error.
@@ -74,7 +57,7 @@ func (r *Reject) Unwrap() error { return r.Err }
 
 // newReject captures the raw message. The headers are copied into a map
 // here, on the reject path only, so accepted messages never pay for it.
-func newReject(msg *kafka.Message, origin bundle.Origin, reason string, err error) *Reject {
+func newReject(msg *kafka.Message, origin bundle.Origin, reason deadletter.Reason, err error) *Reject {
 	r := &Reject{Reason: reason, Err: err, Origin: origin}
 	if msg == nil {
 		return r

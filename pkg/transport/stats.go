@@ -3,7 +3,6 @@ package transport
 import (
 	"encoding/json"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -11,8 +10,9 @@ import (
 
 // librdkafka emits a JSON statistics document every
 // statistics.interval.ms; the reader keeps the parts operators need: each
-// partition's high watermark and the client's own view of consumer lag,
-// and each broker's round-trip time.
+// partition's high watermark (also handed to the partition's tracker, for
+// the committer's lag) and the client's own view of consumer lag, and each
+// broker's round-trip time. The poll loop digests it, under runMu.
 
 // rdStats is the subset of librdkafka's statistics the reader reads.
 type rdStats struct {
@@ -32,22 +32,6 @@ type rdStats struct {
 			FetchState  string `json:"fetch_state"`
 		} `json:"partitions"`
 	} `json:"topics"`
-}
-
-// watermarks holds the latest high watermark per partition, for the
-// committer's lag.
-type watermarks struct {
-	mu sync.RWMutex
-	hw map[partitionKey]int64
-}
-
-// HighWatermark returns the partition's high watermark (the offset the
-// next produced message will get) as of the last statistics, if known.
-func (r *Reader) HighWatermark(topic string, partition int32) (int64, bool) {
-	r.wm.mu.RLock()
-	defer r.wm.mu.RUnlock()
-	hw, ok := r.wm.hw[partitionKey{topic, partition}]
-	return hw, ok
 }
 
 type statsMetrics struct {
@@ -84,7 +68,6 @@ func (r *Reader) onStats(doc string) {
 		r.logger.Debug("unreadable librdkafka statistics", zap.Error(err))
 		return
 	}
-	hw := map[partitionKey]int64{}
 	for topic, t := range st.Topics {
 		for _, p := range t.Partitions {
 			if p.Partition < 0 || p.FetchState == "none" {
@@ -92,7 +75,9 @@ func (r *Reader) onStats(doc string) {
 			}
 			part := strconv.FormatInt(int64(p.Partition), 10)
 			if p.HiOffset >= 0 {
-				hw[partitionKey{topic, p.Partition}] = p.HiOffset
+				if tracker := r.parts[partitionKey{topic, p.Partition}]; tracker != nil {
+					tracker.SetHighWatermark(p.HiOffset)
+				}
 				r.stats.highWater.WithLabelValues(topic, part).Set(float64(p.HiOffset))
 			}
 			if p.ConsumerLag >= 0 {
@@ -106,7 +91,4 @@ func (r *Reader) onStats(doc string) {
 		}
 		r.stats.rtt.WithLabelValues(b.Name).Set(float64(b.RTT.Avg) / 1e6)
 	}
-	r.wm.mu.Lock()
-	r.wm.hw = hw
-	r.wm.mu.Unlock()
 }

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// pgxWriter is the write ceiling: the handlers called directly, through
+// Registry.Apply (version fence included) in transactions, from as many
+// goroutines as the bridge has workers and over a pool of that size. No
+// Kafka, no conflation, no dispatcher: only the set-based upserts.
+type pgxWriter struct {
+	pool    *pgxpool.Pool
+	reg     *dbsyncers.Registry
+	workers int
+}
+
+// pgxResult is what one ceiling write took.
+type pgxResult struct {
+	Elapsed      time.Duration
+	Bundles      int64
+	Transactions int64
+}
+
+// writeHubs writes the jobs of every hub, each hub in one transaction of
+// one Apply per job (its writes stay in order; hubs write in parallel).
+func (w *pgxWriter) writeHubs(ctx context.Context, hubs [][][]*bundle.Bundle) (pgxResult, error) {
+	var (
+		next, bundles atomic.Int64
+		wg            sync.WaitGroup
+		errOnce       sync.Once
+		firstErr      error
+	)
+	start := time.Now()
+	ctx = pprof.WithLabels(ctx, pprof.Labels("variant", "pgx ceiling"))
+	for range w.workers {
+		wg.Go(func() {
+			pprof.SetGoroutineLabels(ctx)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(hubs) || ctx.Err() != nil {
+					return
+				}
+				err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+					for _, job := range hubs[i] {
+						applied, err := w.reg.Apply(ctx, tx, job)
+						if err != nil {
+							return err
+						}
+						if !applied {
+							return fmt.Errorf("%s bundle %s of hub %q was fenced: the ceiling database is not fresh",
+								job[0].Type, job[len(job)-1].Version, job[0].Hub)
+						}
+						bundles.Add(int64(len(job)))
+					}
+					return nil
+				})
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res := pgxResult{Elapsed: time.Since(start), Bundles: bundles.Load(), Transactions: int64(len(hubs))}
+	if firstErr != nil {
+		return res, fmt.Errorf("pgx ceiling: %w", firstErr)
+	}
+	return res, ctx.Err()
+}
+
+// writeState writes a final state, every hub's jobs.
+func (w *pgxWriter) writeState(ctx context.Context, st *finalState) (pgxResult, error) {
+	hubs := make([][][]*bundle.Bundle, 0, len(st.order))
+	for _, h := range st.order {
+		hubs = append(hubs, st.jobs(h))
+	}
+	return w.writeHubs(ctx, hubs)
+}
+
+// countRows returns the rows of every table of the status and event
+// schemas that holds hub state (the offsets and dead letters excluded):
+// the rows a variant must have written.
+func countRows(ctx context.Context, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (int64, error) {
+	rows, err := db.Query(ctx, `
+		SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables
+		WHERE table_schema IN ('status', 'event') AND table_type = 'BASE TABLE'
+		  AND table_name NOT IN ('transport', 'dead_letters')
+		ORDER BY 1`)
+	if err != nil {
+		return 0, err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, t := range tables {
+		var n int64
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&n); err != nil {
+			return 0, fmt.Errorf("count %s: %w", t, err)
+		}
+		total += n
+	}
+	return total, nil
+}

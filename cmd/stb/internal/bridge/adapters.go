@@ -1,0 +1,70 @@
+package bridge
+
+import (
+	"context"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// Decoder returns the reader's Decoder for the bundle types of r, as the
+// bridge uses it; the bench's read ceiling decodes with the same.
+func Decoder(r *dbsyncers.Registry) transport.Decoder { return registryDecoder{r} }
+
+// registryDecoder adapts the registry to the reader's Decoder.
+type registryDecoder struct{ r *dbsyncers.Registry }
+
+func (d registryDecoder) Decode(typ string, data []byte) (any, error) {
+	s, ok := d.r.Lookup(typ)
+	if !ok {
+		return nil, bundle.ErrUnknownType
+	}
+	return s.Decode(data)
+}
+
+// Known lets the reader tell an unknown type before anything else.
+func (d registryDecoder) Known(typ string) bool {
+	_, ok := d.r.Lookup(typ)
+	return ok
+}
+
+// positions adapts the committer to the reader's Positions: the reader
+// declares the partition tracker it needs as an interface.
+type positions struct{ *committer.Committer }
+
+func (p positions) Assign(topic string, partition int32, start int64) transport.Partition {
+	return p.Committer.Assign(topic, partition, start)
+}
+
+// offsets adapts the Postgres position store to the reader's Offsets.
+type offsets struct{ s *committer.PGStore }
+
+func (o offsets) Claim(ctx context.Context, topic string, partition int32) (transport.StoredPosition, bool, error) {
+	p, ok, err := o.s.Claim(ctx, topic, partition)
+	return transport.StoredPosition{Offset: p.Offset, ClusterID: p.ClusterID}, ok, err
+}
+
+// rejectQueue hands the reader's rejects to the dead-letter queue, which
+// stores them in batches on its own goroutine and releases each (its
+// offset may then be committed) once stored.
+type rejectQueue struct{ q *deadletter.Queue }
+
+func (r rejectQueue) Reject(rj transport.Reject) {
+	r.q.Add(deadletter.Letter{
+		Hub: rj.Hub, Type: rj.Type, Version: rj.Version, Origin: rj.Origin,
+		Reason: rj.Reason, Err: rj.Err, Headers: rj.Headers, Data: rj.Data,
+	}, rj.Release)
+}
+
+// buffered is what backpressure counts: the payload the units hold and the
+// dead letters waiting to be stored (during a database outage both grow).
+type buffered struct {
+	m *conflation.Manager
+	q *deadletter.Queue
+}
+
+func (b buffered) HeldBytes() int64 { return b.m.HeldBytes() + b.q.Bytes() }

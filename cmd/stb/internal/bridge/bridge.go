@@ -1,0 +1,259 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// controlPoolSize is the connections of the pool that the committer, the
+// dead-letter writer, readiness checks and start-up loads share, so that
+// none of them ever waits behind the workers.
+const controlPoolSize = 4
+
+// Deps are what the bridge takes from its caller besides Config.
+type Deps struct {
+	// Logger is the bridge's logger; nil logs nothing.
+	Logger *zap.Logger
+	// Registry receives every metric and is served on /metrics; nil makes
+	// a fresh one (with the Go and process collectors).
+	Registry *prometheus.Registry
+}
+
+// Bridge is the whole pipeline, wired: reader → conflation → dispatcher →
+// committer, plus the HTTP server. Build it with New, run it once with
+// Run, release it with Close.
+type Bridge struct {
+	cfg      Config
+	logger   *zap.Logger
+	registry *prometheus.Registry
+
+	workPool    *pgxpool.Pool
+	controlPool *pgxpool.Pool
+	manager     *conflation.Manager
+	committer   *committer.Committer
+	reader      *transport.Reader
+	dispatcher  *dispatcher.Dispatcher
+	rejects     *deadletter.Queue
+	http        *http.Server
+	httpLn      net.Listener
+	// globalHub is the global-hub profile's state; nil without it.
+	globalHub *transport.GlobalHub
+
+	closeOnce sync.Once
+}
+
+// New connects to the database, migrates it if asked, restores the
+// processed versions and builds every component; nothing runs yet. On
+// error everything opened so far is closed again.
+func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry}
+	if b.logger == nil {
+		b.logger = zap.NewNop()
+	}
+	if b.registry == nil {
+		b.registry = prometheus.NewRegistry()
+		b.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	logger := b.logger
+
+	if cfg.Migrate {
+		from, to, err := db.Migrate(ctx, cfg.DatabaseURL, logger)
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("database schema ready", zap.Int32("from", from), zap.Int32("to", to))
+	}
+	if b.workPool, err = db.Connect(ctx, cfg.DatabaseURL, int32(cfg.DBPoolSize)); err != nil {
+		return nil, err
+	}
+	if b.controlPool, err = db.Connect(ctx, cfg.DatabaseURL, controlPoolSize); err != nil {
+		return nil, err
+	}
+
+	stbProfile, ghProfile, err := cfg.profiles()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := dbsyncers.ForProfiles(stbProfile, ghProfile)
+	if err != nil {
+		return nil, err
+	}
+	if ghProfile {
+		b.globalHub = transport.NewGlobalHub()
+	}
+	b.manager, err = conflation.NewManager(conflation.Config{
+		Types:             reg.Types(),
+		Merge:             reg.Mergers(),
+		MaxDeltaBytes:     int(cfg.MaxDeltaBytes),
+		DependencyTimeout: cfg.DependencyTimeout,
+		NoConflation:      !cfg.Conflation,
+		Registerer:        b.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n, err := b.restoreVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("restored processed versions", zap.Int("rows", n), zap.Int("hubs", b.manager.Len()))
+
+	dead := deadletter.NewWriter(b.controlPool)
+	if b.rejects, err = deadletter.NewQueue(deadletter.DefaultQueueConfig(), dead, logger.Named("deadletters")); err != nil {
+		return nil, err
+	}
+	// The owner id tells this process's claims on status.transport rows
+	// from those of other replicas and of its own earlier runs.
+	store := committer.NewPGStore(b.controlPool, ownerID())
+	ccfg := committer.DefaultConfig()
+	ccfg.Interval = cfg.CommitInterval
+	b.committer, err = committer.New(ccfg, committer.Deps{Store: store, Logger: logger.Named("committer"), Registerer: b.registry})
+	if err != nil {
+		return nil, err
+	}
+	b.reader, err = transport.NewReader(transport.Config{
+		Brokers:          cfg.KafkaBrokers,
+		GroupID:          cfg.KafkaGroupID,
+		Topics:           cfg.KafkaTopics,
+		TypePrefix:       cfg.TypePrefix,
+		AutoOffsetReset:  cfg.AutoOffsetReset,
+		VerifySource:     cfg.VerifySource,
+		MaxBundleBytes:   int(cfg.MaxBundleBytes),
+		MaxBufferedBytes: cfg.MaxBufferedBytes,
+		Properties:       cfg.KafkaProperties,
+	}, transport.Deps{
+		Decoder:   registryDecoder{reg},
+		Sink:      b.manager,
+		Positions: positions{b.committer},
+		Offsets:   offsets{store},
+		Rejects:   rejectQueue{b.rejects},
+		Buffer:    buffered{b.manager, b.rejects},
+		// Partitions may come from another replica, which wrote versions
+		// these units have not seen: a compliance bundle read next would
+		// otherwise wait for a clusterspolicies bundle written before the
+		// stored position, which this bridge will never read.
+		BeforeAssign: func(ctx context.Context) error {
+			_, err := b.restoreVersions(ctx)
+			return err
+		},
+		Dropper:    b.manager,
+		GlobalHub:  b.globalHub,
+		Logger:     logger.Named("transport"),
+		Registerer: b.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	dcfg := dispatcher.DefaultConfig(cfg.DBPoolSize)
+	dcfg.JobTimeout = cfg.JobTimeout
+	if !cfg.Conflation {
+		// The baseline is a per-record sink: one transaction per message.
+		dcfg.BatchJobs = 1
+	}
+	b.dispatcher, err = dispatcher.New(dcfg, dispatcher.Deps{
+		Pool: b.workPool, Manager: b.manager, Applier: reg, DeadLetters: dead,
+		Logger: logger.Named("dispatcher"), Registerer: b.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.HTTPAddr != "" {
+		// Listen now, so that a taken port fails the start, not later.
+		if b.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("http: %w", err)
+		}
+		b.http = &http.Server{Handler: b.routes(), ReadHeaderTimeout: 5 * time.Second}
+	}
+	return b, nil
+}
+
+// Close releases the consumer, the listener and the pools; safe to call
+// more than once, and after Run (which closes them itself).
+func (b *Bridge) Close() {
+	b.closeOnce.Do(func() {
+		if b.reader != nil {
+			_ = b.reader.Close()
+		}
+		if b.httpLn != nil { // already closed by Shutdown if the server ran
+			_ = b.httpLn.Close()
+		}
+		if b.workPool != nil {
+			b.workPool.Close()
+		}
+		if b.controlPool != nil {
+			b.controlPool.Close()
+		}
+	})
+}
+
+// HTTPAddr returns the address the HTTP server listens on, or "" when it
+// is disabled.
+func (b *Bridge) HTTPAddr() string {
+	if b.httpLn == nil {
+		return ""
+	}
+	return b.httpLn.Addr().String()
+}
+
+// Gatherer returns the bridge's metrics, exactly as /metrics serves them.
+func (b *Bridge) Gatherer() prometheus.Gatherer { return b.registry }
+
+// restoreVersions tells the conflation units the versions the database
+// holds (status.bundle_versions), as processed: at start, and whenever
+// partitions are assigned. Restoring only moves a unit's versions forward.
+func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
+	versions, err := db.LoadVersions(ctx, b.controlPool)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range versions {
+		b.manager.Restore(v.Hub, v.Type, v.Version)
+		if b.globalHub != nil {
+			// The global-hub agents' runs the stored versions belong to.
+			b.globalHub.Restore(v.Hub, v.Type, v.Version)
+		}
+	}
+	return len(versions), nil
+}
+
+// ownerID returns an id for this process among the bridges sharing a
+// database: host name (the pod name on Kubernetes), process id and a
+// random suffix, so a restarted process never passes for its predecessor.
+func ownerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s/%d/%08x", host, os.Getpid(), rand.Uint32())
+}
+
+// errHTTP wraps a failure of the HTTP server.
+var errHTTP = errors.New("http")

@@ -1,0 +1,193 @@
+package bridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/broker"
+	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/sim"
+	"github.com/stbridge/stb/pkg/transport"
+	"github.com/stbridge/stb/pkg/verify"
+)
+
+func TestValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("the default configuration is invalid: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		change func(*Config)
+		want   string
+	}{
+		"no brokers":        {func(c *Config) { c.KafkaBrokers = "" }, "--kafka-brokers"},
+		"no topics":         {func(c *Config) { c.KafkaTopics = nil }, "--kafka-topics"},
+		"no pool":           {func(c *Config) { c.DBPoolSize = 0 }, "--db-pool-size"},
+		"no shutdown time":  {func(c *Config) { c.ShutdownTimeout = 0 }, "--shutdown-timeout"},
+		"bad offset reset":  {func(c *Config) { c.AutoOffsetReset = "middle" }, "earliest or latest"},
+		"negative buffered": {func(c *Config) { c.MaxBufferedBytes = -1 }, "--max-buffered-bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.change(&c)
+			before := c
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.want)
+			}
+			if c.AutoOffsetReset != before.AutoOffsetReset || c.DBPoolSize != before.DBPoolSize || len(c.KafkaTopics) != len(before.KafkaTopics) {
+				t.Fatal("Validate changed the configuration")
+			}
+		})
+	}
+}
+
+// TestShutdownBoundedWhileAJobIsBlocked holds a lock that every
+// managedclusters write waits for, cancels Run while workers wait on it,
+// and checks that Run returns within the shutdown timeout (it used to wait
+// for the jobs, up to --job-timeout, and wrote its result from a goroutine
+// after the timeout branch had returned it), that the stored offsets let
+// a restart write what was blocked, and that the restart verifies.
+func TestShutdownBoundedWhileAJobIsBlocked(t *testing.T) {
+	brk, err := broker.Start(broker.Config{Topics: []string{"status"}, Partitions: 2}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	pool, url := dbtest.New(t)
+	ctx := context.Background()
+
+	scfg := sim.Config{Hubs: 20, Clusters: 5, Generations: 3, Seed: 3, Topic: "status"}
+	pub, err := sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brk.Addr()}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := sim.Run(ctx, scfg, pub, nil)
+	pub.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `LOCK TABLE status.managed_clusters IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := DefaultConfig()
+	cfg.KafkaBrokers, cfg.DatabaseURL, cfg.HTTPAddr = brk.Addr(), url, ""
+	cfg.KafkaGroupID = "shutdown-test"
+	cfg.CommitInterval = 100 * time.Millisecond
+	cfg.JobTimeout = 5 * time.Minute
+	cfg.ShutdownTimeout = 2 * time.Second
+	cfg.DBPoolSize = 4
+	b, err := New(ctx, cfg, Deps{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.Run(runCtx) }()
+
+	waitFor(t, time.Minute, "a worker blocked on the lock", func() bool {
+		return lockWaiters(t, pool) > 0 && b.Stats().Read >= uint64(exp.Messages)
+	})
+	start := time.Now()
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(cfg.ShutdownTimeout + closeGrace + 3*time.Second):
+		t.Fatalf("Run did not return within the shutdown timeout %v plus %v", cfg.ShutdownTimeout, closeGrace+3*time.Second)
+	}
+	took := time.Since(start)
+	t.Logf("Run returned %v after the stop, with workers blocked (shutdown timeout %v)", took.Round(time.Millisecond), cfg.ShutdownTimeout)
+
+	stored := storedOffsets(t, pool)
+	held := 0
+	for _, p := range b.Stats().Partitions {
+		if p.Outstanding > 0 {
+			held++
+			if stored[p.Partition] > p.Position {
+				t.Errorf("partition %d: stored offset %d is past the lowest unwritten offset %d", p.Partition, stored[p.Partition], p.Position)
+			}
+		}
+	}
+	if held == 0 {
+		t.Fatal("nothing was held at the stop; the test did not block a job")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The restart reads from the stored offsets and writes what was blocked.
+	cfg.ShutdownTimeout = 30 * time.Second
+	b2, err := New(ctx, cfg, Deps{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	runCtx2, stop2 := context.WithCancel(ctx)
+	done2 := make(chan error, 1)
+	go func() { done2 <- b2.Run(runCtx2) }()
+	var rep *verify.Report
+	waitFor(t, 2*time.Minute, "the restarted bridge to reach the expected state", func() bool {
+		rep, err = verify.Verify(ctx, pool, exp)
+		return err == nil && rep.OK()
+	})
+	stop2()
+	if err := <-done2; err != nil {
+		t.Fatalf("second Run returned %v", err)
+	}
+	t.Logf("after the restart: %d hubs, %d versions, %d clusters match", rep.Hubs, rep.Versions, rep.Clusters)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockWaiters counts the sessions of this database waiting for a lock.
+func lockWaiters(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	err := pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func storedOffsets(t *testing.T, pool *pgxpool.Pool) map[int32]int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport WHERE payload IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	var p int32
+	var o int64
+	if _, err := pgx.ForEachRow(rows, []any{&p, &o}, func() error { out[p] = o; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

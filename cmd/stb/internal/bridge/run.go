@@ -1,0 +1,179 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+)
+
+// closeGrace is what closing the clients may take beyond the shutdown
+// timeout: leaving the consumer group and closing idle connections.
+const closeGrace = 2 * time.Second
+
+// component is one running part of the bridge with a context of its own,
+// so that the shutdown can stop the parts one at a time, in order.
+type component struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start runs f in g under a context that only stop cancels. If f returns
+// before it was stopped, the component failed (or ended by itself): the
+// error goes to failed, which starts the shutdown. Nothing is written
+// after done is closed.
+func start(g *errgroup.Group, name string, failed chan<- error, f func(context.Context) error) *component {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &component{name: name, cancel: cancel, done: make(chan struct{})}
+	g.Go(func() error {
+		defer close(c.done)
+		err := f(ctx)
+		if ctx.Err() == nil {
+			if err == nil {
+				err = errors.New("stopped by itself")
+			}
+			err = fmt.Errorf("%s: %w", name, err)
+			select {
+			case failed <- err:
+			default: // another component failed first
+			}
+		}
+		return err
+	})
+	return c
+}
+
+// stop cancels the component and waits for it until deadline ends; it
+// reports whether the component has returned.
+func (c *component) stop(deadline context.Context) bool {
+	c.cancel()
+	select {
+	case <-c.done:
+		return true
+	case <-deadline.Done():
+		return false
+	}
+}
+
+// Run runs the bridge until ctx ends or a component fails, then shuts down
+// in this order, every step within what is left of
+// Config.ShutdownTimeout:
+//
+//  1. stop reading: the reader returns; nothing new is inserted;
+//  2. the dispatcher stops popping; its workers finish their in-flight
+//     jobs. If the time is up first, the jobs are aborted: they roll back
+//     and their bundles stay in their units;
+//  3. the dead-letter queue stores what it holds (one attempt per batch);
+//  4. the committer's loop stops, then the final commit stores each
+//     partition's position, which is behind every bundle not written and
+//     every reject whose dead letter was not stored;
+//  5. the HTTP server, the Kafka consumer (leaving the group) and the
+//     pools close.
+//
+// Run returns within the timeout plus closeGrace even when a component
+// does not stop: what is left running is logged, its offsets are not
+// committed, and a restart replays them. Run returns the error of the
+// component that failed, else that of the final commit, else nil.
+func (b *Bridge) Run(ctx context.Context) error {
+	var g errgroup.Group
+	failed := make(chan error, 1)
+	reader := start(&g, "reader", failed, b.reader.Run)
+	workers := start(&g, "dispatcher", failed, b.dispatcher.Run)
+	letters := start(&g, "dead letters", failed, b.rejects.Run)
+	commits := start(&g, "committer", failed, b.committer.Run)
+	var httpServer *component
+	if b.http != nil {
+		b.logger.Info("http listening", zap.String("addr", b.httpLn.Addr().String()))
+		httpServer = start(&g, "http", failed, func(context.Context) error {
+			if err := b.http.Serve(b.httpLn); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("%w: %w", errHTTP, err)
+			}
+			return nil
+		})
+	}
+	allDone := make(chan struct{})
+	go func() {
+		_ = g.Wait() // each component's error went to failed, or is its stop
+		close(allDone)
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		b.logger.Info("shutting down")
+	case runErr = <-failed:
+		b.logger.Error("component failed, shutting down", zap.Error(runErr))
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), b.cfg.ShutdownTimeout)
+	defer cancel()
+	late := func(step string) {
+		b.logger.Error("shutdown timed out; offsets of unfinished work stay uncommitted and will be replayed",
+			zap.String("step", step), zap.Duration("timeout", b.cfg.ShutdownTimeout))
+	}
+	if !reader.stop(sctx) { // 1
+		late("stop reading")
+	}
+	if !workers.stop(sctx) { // 2
+		late("finish in-flight jobs")
+		b.dispatcher.Abort()
+		// Aborted transactions roll back at once; wait for their reports
+		// so that the final commit sees the bundles back in their units.
+		actx, acancel := context.WithTimeout(context.Background(), closeGrace)
+		workers.stop(actx)
+		acancel()
+	}
+	if letters.stop(sctx) { // 3
+		if err := b.rejects.Flush(sctx); err != nil {
+			b.logger.Warn("dead letters not stored at shutdown; their messages will be read and rejected again",
+				zap.Int("queued", b.rejects.Len()), zap.Error(err))
+		}
+	} else {
+		late("stop the dead-letter queue")
+	}
+	if commits.stop(sctx) { // 4
+		if err := b.committer.Commit(sctx); err != nil {
+			b.logger.Error("final offset commit failed", zap.Error(err))
+			if runErr == nil {
+				runErr = fmt.Errorf("final offset commit: %w", err)
+			}
+		}
+	} else {
+		late("stop the committer")
+	}
+	if httpServer != nil { // 5
+		hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+		_ = b.http.Shutdown(hctx)
+		hcancel()
+		httpServer.cancel()
+	}
+	// Clients are closed only once nothing uses them: closing a pool waits
+	// for its connections to be released.
+	left := time.Until(deadlineOf(sctx)) + closeGrace
+	select {
+	case <-allDone:
+		closed := make(chan struct{})
+		go func() {
+			b.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(left):
+			b.logger.Error("closing the Kafka consumer and the pools timed out; exiting without")
+		}
+	case <-time.After(left):
+		b.logger.Error("components still running after the shutdown timeout; exiting without closing the clients")
+	}
+	return runErr
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}

@@ -1,0 +1,141 @@
+package bridge
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/stbridge/stb/conflation"
+)
+
+// Stats is a snapshot of the bridge for the demo's progress line, the
+// bench and the status page. Counters by type and outcome are on
+// Gatherer(), exactly as /metrics serves them.
+type Stats struct {
+	// Read, Accepted and Rejected count the messages the reader took off
+	// Kafka, turned into bundles and rejected.
+	Read, Accepted, Rejected uint64
+	// Hubs is the number of conflation units in memory.
+	Hubs int
+	// HeldBytes is the payload held in units (what backpressure counts).
+	HeldBytes int64
+	// ReadyUnits is the length of the ready queue.
+	ReadyUnits int
+	// BusyWorkers is the number of workers writing now.
+	BusyWorkers int
+	// Partitions are the assigned partitions, by topic and number.
+	Partitions []PartitionStats
+}
+
+// PartitionStats is one assigned partition as the committer tracks it.
+type PartitionStats struct {
+	Topic     string
+	Partition int32
+	// Committed is the position last stored, -1 when none was.
+	Committed int64
+	// Position is what would be stored now: the lowest offset still held,
+	// else the last read + 1; HasPosition is false before the first read.
+	Position    int64
+	HasPosition bool
+	// Outstanding is the number of messages read and not yet done with.
+	Outstanding int
+}
+
+// Stats returns a snapshot; it takes no lock that a worker or the reader
+// holds for long.
+func (b *Bridge) Stats() Stats {
+	rs := b.reader.Stats()
+	s := Stats{
+		Read: rs.Read, Accepted: rs.Accepted, Rejected: rs.Rejected,
+		Hubs:        b.manager.Len(),
+		HeldBytes:   b.manager.HeldBytes(),
+		ReadyUnits:  b.manager.Queue().Len(),
+		BusyWorkers: b.dispatcher.Busy(),
+	}
+	for _, p := range b.committer.Partitions() {
+		pos, ok := p.Position()
+		s.Partitions = append(s.Partitions, PartitionStats{
+			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed(),
+			Position: pos, HasPosition: ok, Outstanding: p.Outstanding(),
+		})
+	}
+	sort.Slice(s.Partitions, func(i, j int) bool {
+		a, c := s.Partitions[i], s.Partitions[j]
+		if a.Topic != c.Topic {
+			return a.Topic < c.Topic
+		}
+		return a.Partition < c.Partition
+	})
+	return s
+}
+
+// Outstanding is the number of messages read and not yet done with, over
+// all partitions.
+func (s Stats) Outstanding() int {
+	n := 0
+	for _, p := range s.Partitions {
+		n += p.Outstanding
+	}
+	return n
+}
+
+// Done is the number of messages the bridge is done with on partitions it
+// read from the start: the sum of their positions.
+func (s Stats) Done() int64 {
+	var n int64
+	for _, p := range s.Partitions {
+		if p.HasPosition && p.Position > 0 {
+			n += p.Position
+		}
+	}
+	return n
+}
+
+// Committed is the sum of the stored positions.
+func (s Stats) Committed() int64 {
+	var n int64
+	for _, p := range s.Partitions {
+		n += max(0, p.Committed)
+	}
+	return n
+}
+
+// Units returns the state of the hub's unit, or of every unit when hub is
+// empty.
+func (b *Bridge) Units(hub string) []conflation.UnitState {
+	if hub != "" {
+		u, ok := b.manager.Lookup(hub)
+		if !ok {
+			return []conflation.UnitState{}
+		}
+		return []conflation.UnitState{u.Snapshot()}
+	}
+	units := b.manager.Units()
+	out := make([]conflation.UnitState, len(units))
+	for i, u := range units {
+		out[i] = u.Snapshot()
+	}
+	return out
+}
+
+// Problems lists what keeps the bridge from being ready: the database
+// unreachable, no partitions assigned, commits or writes failing. Empty
+// means ready.
+func (b *Bridge) Problems(ctx context.Context) []string {
+	var problems []string
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := b.controlPool.Ping(pctx); err != nil {
+		problems = append(problems, "database unreachable: "+err.Error())
+	}
+	if len(b.committer.Partitions()) == 0 {
+		problems = append(problems, "no Kafka partitions assigned")
+	}
+	if err := b.committer.Err(); err != nil {
+		problems = append(problems, "offset commits failing: "+err.Error())
+	}
+	if err := b.dispatcher.Err(); err != nil {
+		problems = append(problems, "database writes failing: "+err.Error())
+	}
+	return problems
+}

@@ -1,0 +1,83 @@
+package dbsyncers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
+)
+
+// HubInfoPayload is the decoded data of a managedhub.info event: the
+// object the hub sends about itself ({"consoleURL","grafanaURL",
+// "clusterId", …}), kept whole, and its clusterId.
+type HubInfoPayload struct {
+	ClusterID string
+	Object    json.RawMessage
+}
+
+// GlobalHubInfo returns the syncer of managedhub.info events, which keep
+// status.hub_info at the hub's latest description of itself. Complete: only
+// the newest matters.
+func GlobalHubInfo() Syncer {
+	return Syncer{
+		TypeInfo: bundle.TypeInfo{Name: GHHubInfo, Kind: bundle.Complete},
+		Decode:   decodeGlobalHubInfo,
+		Handle:   handleGlobalHubInfo,
+	}
+}
+
+// decodeGlobalHubInfo reads one JSON object. Members it does not know are
+// kept; a missing clusterId is stored as ” (the agent sends the object
+// before the hub's cluster claim exists), but one that is not a string is
+// a bad payload.
+func decodeGlobalHubInfo(data []byte) (any, error) {
+	if jsonscan.IsNull(data) {
+		return nil, badPayload(fmt.Errorf("%s: %w, got null", GHHubInfo, errNotObject))
+	}
+	var p HubInfoPayload
+	d := jsonscan.NewDecoder(data)
+	obj, err := d.Span(func() error {
+		return d.Object(func(name []byte) error {
+			if string(name) == "clusterId" {
+				return setString(d, &p.ClusterID, "clusterId")
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = d.Done()
+	}
+	if err == nil {
+		err = checkText("clusterId", p.ClusterID)
+	}
+	if err != nil {
+		return nil, badPayload(fmt.Errorf("%s: %w", GHHubInfo, err))
+	}
+	p.Object = obj
+	return &p, nil
+}
+
+// hubInfoSQL stores the hub's description; an unchanged one is not
+// rewritten.
+const hubInfoSQL = `
+INSERT INTO status.hub_info AS t (hub, cluster_id, payload)
+VALUES ($1, $2, $3::text::jsonb)
+ON CONFLICT (hub) DO UPDATE SET
+	cluster_id = excluded.cluster_id,
+	payload    = excluded.payload,
+	updated_at = now()
+WHERE (t.cluster_id, t.payload) IS DISTINCT FROM (excluded.cluster_id, excluded.payload)`
+
+func handleGlobalHubInfo(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+	b := bundles[len(bundles)-1]
+	p, err := payloadOf[HubInfoPayload](b)
+	if err != nil {
+		return err
+	}
+	if _, err := db.Exec(ctx, hubInfoSQL, b.Hub, p.ClusterID, string(p.Object)); err != nil {
+		return fmt.Errorf("upsert hub info: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,282 @@
+package dbsyncers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
+)
+
+// ClusterIDClaim is the cluster claim the global-hub agent identifies a
+// managed cluster by (status.clusterClaims[].name); its value is the
+// cluster's id, which deletions and resyncs refer to.
+const ClusterIDClaim = "id.k8s.io"
+
+// ObjectRef names an object a global-hub generic bundle deletes or lists
+// in a resync: {"id","ns","name"}, each left out when empty.
+type ObjectRef struct {
+	ID, Namespace, Name string
+}
+
+// GlobalHubClustersPayload is the decoded data of a global-hub
+// managedcluster event, a generic bundle {"create","update","delete",
+// "resync","resync_metadata"}: a hybrid of deltas (create, update, delete)
+// and, when resync_metadata is given, a complete list of the hub's
+// clusters.
+type GlobalHubClustersPayload struct {
+	// Upserts are the clusters of resync, create and update, in that
+	// order, sorted by name, one per name (the last given wins).
+	Upserts []ManagedCluster
+	// Deletes are the clusters of delete.
+	Deletes []ObjectRef
+	// Resync is set when resync_metadata lists at least one cluster: every
+	// other cluster of the hub is gone. Kept lists its ids and names.
+	Resync bool
+	Kept   []ObjectRef
+}
+
+// GlobalHubManagedCluster returns the syncer of managedcluster events. They
+// are a stream (every event written, in order, none conflated): a create
+// or delete left out would be lost, as the agent sends each change once.
+// The version fence still makes a replay write nothing.
+func GlobalHubManagedCluster() Syncer {
+	return Syncer{
+		TypeInfo: bundle.TypeInfo{Name: GHManagedCluster, Kind: bundle.Stream},
+		Decode:   decodeGlobalHubClusters,
+		Handle:   handleGlobalHubClusters,
+	}
+}
+
+// decodeGlobalHubClusters reads the generic bundle. Every member may be
+// left out or null (the agent omits empty ones); members it does not know
+// are ignored. Each cluster object must have metadata.name; its id is the
+// value of its id.k8s.io cluster claim (” without one). A deleted or kept
+// reference must carry an id or a name.
+func decodeGlobalHubClusters(data []byte) (any, error) {
+	if jsonscan.IsNull(data) {
+		return nil, badPayload(fmt.Errorf("%s: %w, got null", GHManagedCluster, errNotObject))
+	}
+	var resync, create, update []ManagedCluster
+	var deletes, kept []ObjectRef
+	d := jsonscan.NewDecoder(data)
+	err := d.Object(func(name []byte) error {
+		field := string(name)
+		switch field {
+		case "resync":
+			return decodeGHClusterList(d, field, &resync)
+		case "create":
+			return decodeGHClusterList(d, field, &create)
+		case "update":
+			return decodeGHClusterList(d, field, &update)
+		case "delete":
+			return decodeObjectRefs(d, field, &deletes)
+		case "resync_metadata":
+			return decodeObjectRefs(d, field, &kept)
+		}
+		return nil
+	})
+	if err == nil {
+		err = d.Done()
+	}
+	if err != nil {
+		return nil, badPayload(fmt.Errorf("%s: %w", GHManagedCluster, err))
+	}
+	upserts := slices.Concat(resync, create, update)
+	return &GlobalHubClustersPayload{
+		Upserts: normalize(upserts),
+		Deletes: deletes,
+		Resync:  len(kept) > 0,
+		Kept:    kept,
+	}, nil
+}
+
+// decodeGHClusterList reads a list of ManagedCluster objects into *dst
+// (replacing what an earlier member of the same name gave).
+func decodeGHClusterList(d *jsonscan.Decoder, field string, dst *[]ManagedCluster) error {
+	list := []ManagedCluster{}
+	i := 0
+	err := d.Array(func() error {
+		c, err := decodeGHCluster(d)
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		list = append(list, c)
+		i++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*dst = list
+	return nil
+}
+
+// decodeGHCluster reads one ManagedCluster, keeping it whole.
+func decodeGHCluster(d *jsonscan.Decoder) (ManagedCluster, error) {
+	var c ManagedCluster
+	obj, err := d.Span(func() error {
+		return d.Object(func(field []byte) error {
+			switch string(field) {
+			case "metadata":
+				return d.Object(func(field []byte) error {
+					if string(field) == "name" {
+						return setString(d, &c.Name, "metadata.name")
+					}
+					return nil
+				})
+			case "status":
+				return d.Object(func(field []byte) error {
+					if string(field) != "clusterClaims" {
+						return nil
+					}
+					return d.Array(func() error {
+						var name, value string
+						err := d.Object(func(field []byte) error {
+							switch string(field) {
+							case "name":
+								return setString(d, &name, "status.clusterClaims[].name")
+							case "value":
+								return setString(d, &value, "status.clusterClaims[].value")
+							}
+							return nil
+						})
+						if err == nil && name == ClusterIDClaim {
+							c.UID = value
+						}
+						return err
+					})
+				})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return c, err
+	}
+	if err := checkName("metadata.name", c.Name); err != nil {
+		return c, err
+	}
+	if err := checkText(ClusterIDClaim, c.UID); err != nil {
+		return c, err
+	}
+	c.Object = obj
+	return c, nil
+}
+
+// decodeObjectRefs reads a list of {"id","ns","name"} into *dst.
+func decodeObjectRefs(d *jsonscan.Decoder, field string, dst *[]ObjectRef) error {
+	list := []ObjectRef{}
+	i := 0
+	err := d.Array(func() error {
+		var r ObjectRef
+		err := d.Object(func(name []byte) error {
+			switch string(name) {
+			case "id":
+				return setString(d, &r.ID, "id")
+			case "ns":
+				return setString(d, &r.Namespace, "ns")
+			case "name":
+				return setString(d, &r.Name, "name")
+			}
+			return nil
+		})
+		if err == nil && r.ID == "" && r.Name == "" {
+			err = fmt.Errorf("neither id nor name")
+		}
+		if err == nil {
+			err = checkText("id", r.ID)
+		}
+		if err == nil {
+			err = checkText("name", r.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		list = append(list, r)
+		i++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	*dst = list
+	return nil
+}
+
+// Statements of the global-hub managedcluster handler, sent as one batch:
+// the upserts (upsertClustersSQL, shared with managedclusters), then the
+// deletions by id or, for a reference without one, by name, then, for a
+// resync, the deletion of every cluster of the hub the resync does not
+// list (by id or by name). This is the agent's manager's order.
+const (
+	deleteGHClustersSQL = `
+DELETE FROM status.managed_clusters AS t
+WHERE t.hub = $1
+  AND (t.cluster_id = ANY($2::text[]) OR t.cluster_name = ANY($3::text[]))`
+
+	pruneGHClustersSQL = `
+DELETE FROM status.managed_clusters AS t
+WHERE t.hub = $1
+  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS s(id) WHERE s.id = t.cluster_id AND s.id <> '')
+  AND NOT EXISTS (SELECT 1 FROM unnest($3::text[]) AS s(name) WHERE s.name = t.cluster_name)`
+)
+
+// handleGlobalHubClusters applies one managedcluster event.
+func handleGlobalHubClusters(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+	var stmts []statement
+	for _, b := range bundles {
+		p, err := payloadOf[GlobalHubClustersPayload](b)
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, globalHubClusterStatements(b.Hub, p)...)
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	return execBatch(ctx, db, stmts...)
+}
+
+func globalHubClusterStatements(hub string, p *GlobalHubClustersPayload) []statement {
+	var stmts []statement
+	if up := normalize(p.Upserts); len(up) > 0 {
+		names := make([]string, len(up))
+		ids := make([]string, len(up))
+		objects := make([]json.RawMessage, len(up))
+		for i, c := range up {
+			names[i], ids[i], objects[i] = c.Name, c.UID, c.Object
+		}
+		stmts = append(stmts, statement{"upsert managed clusters", upsertClustersSQL, []any{hub, names, ids, objects}})
+	}
+	if len(p.Deletes) > 0 {
+		ids, names := refKeys(p.Deletes, true)
+		stmts = append(stmts, statement{"delete managed clusters", deleteGHClustersSQL, []any{hub, ids, names}})
+	}
+	if p.Resync {
+		ids, names := refKeys(p.Kept, false)
+		stmts = append(stmts, statement{"delete managed clusters a resync leaves out", pruneGHClustersSQL, []any{hub, ids, names}})
+	}
+	return stmts
+}
+
+// refKeys returns the ids and the names of refs. With byIDFirst a
+// reference that has an id contributes only its id (a deletion names the
+// cluster by id and falls back to the name); otherwise both.
+func refKeys(refs []ObjectRef, byIDFirst bool) (ids, names []string) {
+	ids, names = []string{}, []string{}
+	for _, r := range refs {
+		if r.ID != "" {
+			ids = append(ids, r.ID)
+			if byIDFirst {
+				continue
+			}
+		}
+		if r.Name != "" {
+			names = append(names, r.Name)
+		}
+	}
+	return ids, names
+}

@@ -1,0 +1,91 @@
+package deadletter
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/db/dbtest"
+)
+
+// TestQueueReleasesOnlyWhatIsStored: Add never blocks, even while the
+// database refuses the letters (here: the table is locked, then renamed
+// away); nothing is released until its letter is stored; once the
+// database is back everything is stored once, in batches, and released.
+func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `ALTER TABLE status.dead_letters RENAME TO dead_letters_away`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultQueueConfig()
+	cfg.MaxBatch, cfg.MinBackoff, cfg.MaxBackoff = 7, 10*time.Millisecond, 50*time.Millisecond
+	q, err := NewQueue(cfg, NewWriter(pool), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- q.Run(runCtx) }()
+
+	var released atomic.Int64
+	start := time.Now()
+	for i := range 50 {
+		q.Add(letterAt(int64(i)), func() { released.Add(1) })
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("adding 50 letters with the table gone took %v", took)
+	}
+	time.Sleep(200 * time.Millisecond) // several failed attempts
+	if n := released.Load(); n != 0 {
+		t.Fatalf("%d letters released while none could be stored", n)
+	}
+	if q.Len() != 50 || q.Bytes() <= 0 {
+		t.Fatalf("queue holds %d letters, %d bytes; want 50 and their size", q.Len(), q.Bytes())
+	}
+
+	if _, err := pool.Exec(ctx, `ALTER TABLE status.dead_letters_away RENAME TO dead_letters`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for released.Load() < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 50 released after the database came back", released.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rows, distinct := countLetters(t, pool); rows != 50 || distinct != 50 {
+		t.Fatalf("%d rows for %d messages, want 50", rows, distinct)
+	}
+	if q.Len() != 0 || q.Bytes() != 0 || q.Stored() != 50 {
+		t.Fatalf("after storing: %d queued, %d bytes, %d stored", q.Len(), q.Bytes(), q.Stored())
+	}
+}
+
+// TestQueueFlush stores what is queued without Run, as the shutdown does.
+func TestQueueFlush(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	cfg := DefaultQueueConfig()
+	cfg.MaxBatch = 3
+	q, err := NewQueue(cfg, NewWriter(pool), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Int64
+	for i := range 10 {
+		q.Add(letterAt(int64(i)), func() { released.Add(1) })
+	}
+	if err := q.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if released.Load() != 10 || q.Len() != 0 {
+		t.Fatalf("flush released %d, left %d; want 10 and 0", released.Load(), q.Len())
+	}
+}

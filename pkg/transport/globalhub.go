@@ -1,0 +1,350 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
+)
+
+// The global-hub wire profile: what the multicluster global-hub agent
+// (stolostron/multicluster-global-hub) sends, read beside STB's own format.
+// Its events are told apart by their type prefix; README "Wire format" has
+// the mapping of each type onto STB's rules.
+const (
+	// GlobalHubTypePrefix precedes every global-hub event type.
+	GlobalHubTypePrefix = "io.open-cluster-management.operator.multiclusterglobalhubs."
+	// GlobalHubBundlePrefix precedes the bundle types the profile makes of
+	// them ("globalhub.managedcluster"), so they never meet STB's own types.
+	GlobalHubBundlePrefix = "globalhub."
+	// GlobalHubTopicPrefix is the prefix of the per-hub status topics
+	// ("gh-status.<hub>"); a message read from one must come from its hub.
+	// The shared topic is "gh-status", without a hub.
+	GlobalHubTopicPrefix = "gh-status."
+
+	// ExtChunkSize and ExtChunkOffset mark one chunk of an event whose data
+	// the agent split: the whole data's length, and where this chunk ends
+	// in it.
+	ExtChunkSize   = "extsize"
+	ExtChunkOffset = "extoffset"
+	// ExtSendMode says whether an event type's data is an array of events
+	// ("batch", the default) or one event object ("single").
+	ExtSendMode = "sendmode"
+)
+
+// ghType is what the profile knows of one global-hub event type.
+type ghType struct {
+	// byValue orders the type's bundles by the value part of extversion
+	// rather than by its generation (see GlobalHub).
+	byValue bool
+	// dependsOn is the short type whose bundle extdependencyversion names.
+	dependsOn string
+	// events: the data is an event object or an array of them (sendmode).
+	events bool
+}
+
+// ghTypes are the global-hub event types the bridge maps, by the type
+// after GlobalHubTypePrefix. Others are unknown_type.
+var ghTypes = map[string]ghType{
+	"managedhub.heartbeat":           {},
+	"managedhub.info":                {},
+	"managedcluster":                 {},
+	"policy.localcompliance":         {byValue: true},
+	"policy.localcompletecompliance": {dependsOn: "policy.localcompliance"},
+	"event.localrootpolicy":          {events: true},
+	"event.localreplicatedpolicy":    {events: true},
+	"event.managedcluster":           {events: true},
+}
+
+// GlobalHub is the global-hub profile's state: the agent's runs, per hub
+// and type. It is safe for concurrent use.
+//
+// The agent's extversion is "<generation>.<value>": generation counts the
+// events it sent of the type, value the changes it saw; both start again
+// at 0 when the agent restarts (generation 0 is the first event of a
+// run). STB's versions must only grow, so the profile maps each event to
+// bundle.Version{Incarnation: run, Generation: generation} where run is
+// the time (Unix nanoseconds) of the generation-0 event that started the
+// agent's current run of that type: a restart makes a newer incarnation,
+// and a replay or a late copy maps to the same version it had (the time is
+// in the event). policy.localcompliance is ordered by its value instead,
+// as localcompletecompliance names the compliance it was computed on by
+// that value (its generation is the one the agent will send next); the
+// agent sends it only when the value grew, so it orders its events as
+// well. An event of a generation above 0 whose time is before its run's
+// start belongs to an older run: it maps to incarnation 0, stale.
+//
+// Runs are learned from the events read and, for a bridge that starts
+// past a run's first event, from the versions stored in
+// status.bundle_versions (Restore).
+type GlobalHub struct {
+	mu   sync.Mutex
+	runs map[runKey]uint64
+}
+
+type runKey struct{ hub, typ string }
+
+// NewGlobalHub returns the profile's state, knowing no runs.
+func NewGlobalHub() *GlobalHub { return &GlobalHub{runs: map[runKey]uint64{}} }
+
+// Restore records the version processed for a hub's bundle type, as
+// status.bundle_versions holds it: the incarnation of a global-hub type is
+// the run its events belong to. Other types are ignored; runs only move
+// forward.
+func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version) {
+	short, ok := strings.CutPrefix(bundleType, GlobalHubBundlePrefix)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	k := runKey{hub, short}
+	if v.Incarnation > g.runs[k] {
+		g.runs[k] = v.Incarnation
+	}
+	g.mu.Unlock()
+}
+
+// version maps an event's extversion to the bundle's version.
+func (g *GlobalHub) version(hub, short string, t ghType, v bundle.Version, at time.Time) bundle.Version {
+	gen, value := v.Incarnation, v.Generation // the agent's "<generation>.<value>"
+	ordinal := gen
+	if t.byValue {
+		ordinal = value
+	}
+	var stamp uint64
+	if ns := at.UnixNano(); !at.IsZero() && ns > 0 {
+		stamp = uint64(ns)
+	}
+	k := runKey{hub, short}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gen == 0 {
+		// A run starts. A late copy of an older run's first event keeps
+		// its own, older incarnation and does not move the run back.
+		if stamp > g.runs[k] {
+			g.runs[k] = stamp
+		}
+		return bundle.Version{Incarnation: stamp, Generation: ordinal}
+	}
+	run := g.runs[k]
+	if stamp != 0 && stamp < run {
+		return bundle.Version{Incarnation: 0, Generation: ordinal}
+	}
+	return bundle.Version{Incarnation: run, Generation: ordinal}
+}
+
+// dependency maps an extdependencyversion, naming an event of type short
+// of the hub by its value, to the version that event has.
+func (g *GlobalHub) dependency(hub, short string, v bundle.Version) bundle.Version {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return bundle.Version{Incarnation: g.runs[runKey{hub, short}], Generation: v.Generation}
+}
+
+// Decode is Decode for a reader with the global-hub profile: a global-hub
+// event becomes a bundle of its profile, or is rejected with a reason;
+// anything else is left to Decode. Like Decode it is pure but for the
+// runs it learns, and never panics on bad input.
+//
+// The hub is the event's source (the Kafka key is the event type, not the
+// hub, so it is not compared); a per-hub topic ("gh-status.<hub>") must be
+// the source's.
+func (g *GlobalHub) Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	if msg == nil || msg.TopicPartition.Topic == nil || msg.TopicPartition.Partition < 0 || msg.TopicPartition.Offset < 0 {
+		return Decode(msg, rules, receivedAt) // its rejects for these
+	}
+	tp := msg.TopicPartition
+	origin := bundle.Origin{Topic: *tp.Topic, Partition: tp.Partition, Offset: int64(tp.Offset)}
+	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
+	if err != nil {
+		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
+	}
+	v1, ok := ev.Context.(*event.EventContextV1)
+	if !ok || !strings.HasPrefix(ev.Type(), GlobalHubTypePrefix) {
+		// Not a global-hub event (a structured-mode event is only known
+		// to be one once parsed): STB's own format.
+		return Decode(msg, rules, receivedAt)
+	}
+	hub := ev.Source()
+	switch {
+	case rawType(msg) != "" && rawType(msg) != ev.Type():
+		// The library trims the header; a type with white space around it
+		// is not the type without.
+		r := newReject(msg, origin, deadletter.UnknownType, fmt.Errorf("type %q is not a global-hub type", rawType(msg)))
+		r.Hub = hub
+		return nil, r
+	case ev.ID() == "":
+		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no id"))
+		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
+		return nil, r
+	case hub == "":
+		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no source"))
+		r.Type = GlobalHubBundlePrefix + strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
+		return nil, r
+	}
+	return g.decode(msg, ev, v1, hub, origin, rules, receivedAt)
+}
+
+// decode is Decode past the envelope checks.
+func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventContextV1, hub string, origin bundle.Origin, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	typ := ev.Type()
+	short := strings.TrimPrefix(typ, GlobalHubTypePrefix)
+	bundleType := GlobalHubBundlePrefix + short
+	var versionText string
+	reject := func(reason deadletter.Reason, err error) (*bundle.Bundle, *Reject) {
+		r := newReject(msg, origin, reason, err)
+		r.Hub, r.Type, r.Version = hub, bundleType, versionText
+		return nil, r
+	}
+	t, known := ghTypes[short]
+	if !known {
+		return reject(deadletter.UnknownType, fmt.Errorf("%w: global-hub type %q", bundle.ErrUnknownType, short))
+	}
+	if topicHub, perHub := strings.CutPrefix(origin.Topic, GlobalHubTopicPrefix); perHub && topicHub != hub {
+		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q read from %q, the topic of hub %q", hub, origin.Topic, topicHub))
+	}
+
+	raw, ok := v1.Extensions[ExtVersion]
+	if !ok {
+		return reject(deadletter.MissingAttribute, errors.New("no "+ExtVersion))
+	}
+	var err error
+	if versionText, err = types.ToString(raw); err != nil {
+		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
+	}
+	agentVersion, err := bundle.ParseVersion(versionText)
+	if err != nil {
+		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
+	}
+	var agentDep bundle.Version
+	rawDep, hasDep := v1.Extensions[ExtDependencyVersion]
+	if hasDep {
+		depText, err := types.ToString(rawDep)
+		if err == nil {
+			agentDep, err = bundle.ParseVersion(depText)
+		}
+		if err != nil {
+			return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtDependencyVersion, err))
+		}
+	}
+	if t.dependsOn != "" && !hasDep {
+		// Without it the bundle would wait for a base that cannot come.
+		return reject(deadletter.MissingAttribute, fmt.Errorf("no %s: %s depends on %s", ExtDependencyVersion, short, t.dependsOn))
+	}
+
+	data := ev.Data()
+	if size, ok := v1.Extensions[ExtChunkSize]; ok {
+		// A chunk the reader did not assemble: too large to hold, or cut
+		// wrongly (globalhub_chunks.go).
+		n, err := types.ToInteger(size)
+		if err == nil && int64(n) > int64(rules.MaxBundleBytes) {
+			return reject(deadletter.TooLarge, fmt.Errorf("chunked event of %d bytes, limit %d", n, rules.MaxBundleBytes))
+		}
+		return reject(deadletter.BadPayload, fmt.Errorf("a chunk (%s %v) of an event that could not be assembled", ExtChunkSize, size))
+	}
+	if len(data) > rules.MaxBundleBytes {
+		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
+	}
+	if t.events {
+		if err := checkSendMode(v1.Extensions[ExtSendMode], data); err != nil {
+			return reject(deadletter.BadPayload, err)
+		}
+	}
+
+	eventTime := ev.Time()
+	if eventTime.IsZero() {
+		eventTime = msg.Timestamp
+	}
+	b := &bundle.Bundle{
+		Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime,
+		Version: g.version(hub, short, t, agentVersion, eventTime),
+	}
+	if t.dependsOn != "" {
+		b.Dependency, b.HasDependency = g.dependency(hub, t.dependsOn, agentDep), true
+	}
+	payload, err := rules.Decoder.Decode(bundleType, data)
+	if err != nil {
+		reason := deadletter.BadPayload
+		var reasoned deadletter.Reasoned
+		switch {
+		case errors.As(err, &reasoned):
+			reason = reasoned.DeadLetterReason()
+		case errors.Is(err, bundle.ErrUnknownType):
+			reason = deadletter.UnknownType
+		}
+		return reject(reason, err)
+	}
+	b.Payload, b.Size = payload, len(data)
+	return b, nil
+}
+
+// checkSendMode checks that an event type's data has the shape its
+// sendmode extension announces: one event object for "single", an array
+// for "batch" or no sendmode.
+func checkSendMode(mode any, data []byte) error {
+	m := "batch"
+	if mode != nil {
+		s, err := types.ToString(mode)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ExtSendMode, err)
+		}
+		m = s
+	}
+	first := byte(0)
+	for _, c := range data {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			first = c
+			break
+		}
+	}
+	switch {
+	case m == "single" && first != '{':
+		return fmt.Errorf("%s single, but the data is not an event object", ExtSendMode)
+	case m == "batch" && first != '[':
+		return fmt.Errorf("%s batch, but the data is not an array of events", ExtSendMode)
+	case m != "single" && m != "batch":
+		return fmt.Errorf("%s %q: want single or batch", ExtSendMode, m)
+	}
+	return nil
+}
+
+// decodeMessage decodes one message with the profiles the reader has.
+func (r *Reader) decodeMessage(msg *kafka.Message) (*bundle.Bundle, *Reject) {
+	if gh := r.deps.GlobalHub; gh != nil && globalHubCandidate(msg) {
+		return gh.Decode(msg, r.rules, time.Now())
+	}
+	return Decode(msg, r.rules, time.Now())
+}
+
+// rawType returns the binary-mode type header as sent, "" without one.
+func rawType(msg *kafka.Message) string {
+	for _, h := range msg.Headers {
+		if h.Key == headerType {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// globalHubCandidate reports whether msg may be a global-hub event: its
+// binary-mode type says so, or it has none (structured mode, which only
+// parsing tells).
+func globalHubCandidate(msg *kafka.Message) bool {
+	for _, h := range msg.Headers {
+		if h.Key == headerType {
+			return strings.HasPrefix(string(h.Value), GlobalHubTypePrefix)
+		}
+	}
+	return true
+}

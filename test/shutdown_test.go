@@ -1,0 +1,79 @@
+package test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSIGTERMWhileBlockedInDatabase: a test transaction holds a lock that
+// every managedclusters write waits for; SIGTERM while workers wait on it.
+// The process must exit within --shutdown-timeout plus a small margin
+// (the old shutdown waited for the jobs, up to --job-timeout), with stored
+// offsets behind every message it did not write, and a restart must reach
+// the expected state.
+func TestSIGTERMWhileBlockedInDatabase(t *testing.T) {
+	e := newEnv(t, 2)
+	exp := e.simulate("backlog", "--hubs", "30", "--clusters", "5", "--generations", "3", "--seed", "8")
+	recs := e.readTopic(e.messages(exp))
+	ctx := context.Background()
+
+	lock, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `LOCK TABLE status.managed_clusters IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	const shutdownTimeout, margin = 2 * time.Second, 4 * time.Second
+	b := e.startBridge("--shutdown-timeout", shutdownTimeout.String(), "--job-timeout", "5m", "--db-pool-size", "4")
+	deadline := time.Now().Add(time.Minute)
+	for waiting := 0; waiting == 0; {
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no write blocked on the lock within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // let the committer store a position behind the blocked jobs
+
+	start := time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(shutdownTimeout + margin):
+		t.Fatalf("still running %v after SIGTERM with --shutdown-timeout %v", shutdownTimeout+margin, shutdownTimeout)
+	}
+	t.Logf("exited %v after SIGTERM (--shutdown-timeout %v): %v", time.Since(start).Round(time.Millisecond), shutdownTimeout, b.err)
+	if b.err != nil {
+		t.Fatalf("exit status %v, want 0", b.err)
+	}
+
+	stored := e.offsets()
+	end := endOffsets(recs)
+	behind := 0
+	for p, off := range stored {
+		if off < end[p] {
+			behind++
+		}
+	}
+	if behind == 0 {
+		t.Fatalf("stored offsets %v reach the end %v although writes were blocked", stored, end)
+	}
+	checkNothingLostBelow(t, recs, stored, e.versions())
+	t.Logf("stored offsets %v of %v", stored, end)
+
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b2 := e.startBridge()
+	e.waitVerified(exp, 2*time.Minute)
+	b2.stop(30 * time.Second)
+}
