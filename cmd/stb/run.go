@@ -28,6 +28,13 @@ func runCmd(ctx context.Context, args []string) error {
 		zap.String("database", db.RedactURL(cfg.DatabaseURL)), zap.Int("db_pool_size", cfg.DBPoolSize))
 	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM while starting (a rollout that replaced the pod at
+			// once): nothing was read, so nothing is lost, and the stop
+			// the operator asked for is not a failure.
+			logger.Info("stopped before the bridge started", zap.NamedError("while", err))
+			return nil
+		}
 		return err
 	}
 	defer b.Close()
