@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,21 +83,75 @@ var ghTypes = map[string]ghType{
 // as localcompletecompliance names the compliance it was computed on by
 // that value (its generation is the one the agent will send next); the
 // agent sends it only when the value grew, so it orders its events as
-// well. An event of a generation above 0 whose time is before its run's
-// start belongs to an older run: it maps to incarnation 0, stale.
+// well. An event whose time is before its run's start belongs to an older
+// run: it maps to incarnation 0, stale.
 //
 // Runs are learned from the events read and, for a bridge that starts
 // past a run's first event, from the versions stored in
-// status.bundle_versions (Restore).
+// status.bundle_versions (Restore). When neither tells (nothing of the
+// type was stored and the run's first event is behind the stored offset:
+// it was conflated away), the first event read of the run starts it: its
+// later events map to the same incarnation, earlier ones can only be late
+// copies. A generation lower than one already read, in an event made
+// later, shows a run whose first event was not read: it starts there.
 type GlobalHub struct {
 	mu   sync.Mutex
-	runs map[runKey]uint64
+	runs map[runKey]*runState
 }
 
 type runKey struct{ hub, typ string }
 
+// runState is what the profile knows of one hub's runs of one type.
+type runState struct {
+	// starts are the known run starts, oldest first, at most maxRuns: a
+	// dependent event names its base by value within the run that was
+	// current when it was made.
+	starts []uint64
+	// generation and stamp are those of the newest event read of the
+	// current run.
+	generation, stamp uint64
+}
+
+// maxRuns bounds the run starts kept per hub and type.
+const maxRuns = 4
+
+func (r *runState) current() uint64 {
+	if len(r.starts) == 0 {
+		return 0
+	}
+	return r.starts[len(r.starts)-1]
+}
+
+// start records a run starting at stamp, newer than every known one.
+func (r *runState) start(stamp uint64) {
+	r.remember(stamp)
+	r.generation, r.stamp = 0, stamp
+}
+
+// remember adds the start of a run, current or older, to the known ones.
+func (r *runState) remember(stamp uint64) {
+	i, found := slices.BinarySearch(r.starts, stamp)
+	if found {
+		return
+	}
+	r.starts = slices.Insert(r.starts, i, stamp)
+	if len(r.starts) > maxRuns {
+		r.starts = slices.Delete(r.starts, 0, 1)
+	}
+}
+
 // NewGlobalHub returns the profile's state, knowing no runs.
-func NewGlobalHub() *GlobalHub { return &GlobalHub{runs: map[runKey]uint64{}} }
+func NewGlobalHub() *GlobalHub { return &GlobalHub{runs: map[runKey]*runState{}} }
+
+// state returns the state of k, made empty when new; g.mu is held.
+func (g *GlobalHub) state(k runKey) *runState {
+	r := g.runs[k]
+	if r == nil {
+		r = &runState{}
+		g.runs[k] = r
+	}
+	return r
+}
 
 // Restore records the version processed for a hub's bundle type, as
 // status.bundle_versions holds it: the incarnation of a global-hub type is
@@ -104,15 +159,15 @@ func NewGlobalHub() *GlobalHub { return &GlobalHub{runs: map[runKey]uint64{}} }
 // forward.
 func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version) {
 	short, ok := strings.CutPrefix(bundleType, GlobalHubBundlePrefix)
-	if !ok {
+	if !ok || v.Incarnation == 0 {
 		return
 	}
 	g.mu.Lock()
-	k := runKey{hub, short}
-	if v.Incarnation > g.runs[k] {
-		g.runs[k] = v.Incarnation
+	defer g.mu.Unlock()
+	r := g.state(runKey{hub, short})
+	if v.Incarnation > r.current() {
+		r.start(v.Incarnation)
 	}
-	g.mu.Unlock()
 }
 
 // version maps an event's extversion to the bundle's version.
@@ -126,30 +181,60 @@ func (g *GlobalHub) version(hub, short string, t ghType, v bundle.Version, at ti
 	if ns := at.UnixNano(); !at.IsZero() && ns > 0 {
 		stamp = uint64(ns)
 	}
-	k := runKey{hub, short}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gen == 0 {
-		// A run starts. A late copy of an older run's first event keeps
-		// its own, older incarnation and does not move the run back.
-		if stamp > g.runs[k] {
-			g.runs[k] = stamp
+	r := g.state(runKey{hub, short})
+	run := r.current()
+	switch {
+	case stamp == 0:
+		// No time to place it by: the current run's, as the agent always
+		// sends one.
+	case gen == 0 || run == 0:
+		if stamp <= run {
+			// A late copy of an older run's first event keeps its own,
+			// older incarnation and does not move the run back; the run
+			// is remembered for the events that depend on it.
+			r.remember(stamp)
+			return bundle.Version{Incarnation: stamp, Generation: ordinal}
 		}
-		return bundle.Version{Incarnation: stamp, Generation: ordinal}
-	}
-	run := g.runs[k]
-	if stamp != 0 && stamp < run {
+		r.start(stamp)
+		run = stamp
+	case stamp < run:
 		return bundle.Version{Incarnation: 0, Generation: ordinal}
+	case stamp > r.stamp && gen < r.generation:
+		// Made later with a lower generation: a run whose first event
+		// this bridge never read.
+		r.start(stamp)
+		run = stamp
+	}
+	if stamp >= r.stamp {
+		r.generation, r.stamp = gen, stamp
 	}
 	return bundle.Version{Incarnation: run, Generation: ordinal}
 }
 
 // dependency maps an extdependencyversion, naming an event of type short
-// of the hub by its value, to the version that event has.
-func (g *GlobalHub) dependency(hub, short string, v bundle.Version) bundle.Version {
+// of the hub by its value, to the version that event has: the value in the
+// newest run of that type known to have started before the dependent
+// event was made (at). When every known run started after it, its base
+// belongs to an older run: incarnation 0, older than anything processed,
+// so the dependent is dropped as stale rather than applied on a base it
+// was not computed on.
+func (g *GlobalHub) dependency(hub, short string, v bundle.Version, at time.Time) bundle.Version {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return bundle.Version{Incarnation: g.runs[runKey{hub, short}], Generation: v.Generation}
+	r := g.state(runKey{hub, short})
+	run := r.current()
+	if ns := at.UnixNano(); !at.IsZero() && ns > 0 {
+		run = 0
+		for i := len(r.starts) - 1; i >= 0; i-- {
+			if r.starts[i] <= uint64(ns) {
+				run = r.starts[i]
+				break
+			}
+		}
+	}
+	return bundle.Version{Incarnation: run, Generation: v.Generation}
 }
 
 // Decode is Decode for a reader with the global-hub profile: a global-hub
@@ -271,7 +356,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventC
 		Version: g.version(hub, short, t, agentVersion, eventTime),
 	}
 	if t.dependsOn != "" {
-		b.Dependency, b.HasDependency = g.dependency(hub, t.dependsOn, agentDep), true
+		b.Dependency, b.HasDependency = g.dependency(hub, t.dependsOn, agentDep, eventTime), true
 	}
 	payload, err := rules.Decoder.Decode(bundleType, data)
 	if err != nil {

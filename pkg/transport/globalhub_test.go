@@ -174,9 +174,9 @@ func TestGlobalHubDecode(t *testing.T) {
 				t.Fatalf("bundle %+v", b)
 			}
 			// Agent's version 3.7 in a run this bridge has not seen start:
-			// incarnation 0; ordered by generation, or by value for
-			// localcompliance.
-			want := bundle.Version{Generation: 3}
+			// the first event read starts it; ordered by generation, or by
+			// value for localcompliance.
+			want := bundle.Version{Incarnation: uint64(ghTime.UnixNano()), Generation: 3}
 			if strings.HasSuffix(typ, ".policy.localcompliance") {
 				want.Generation = 7
 			}
@@ -235,7 +235,9 @@ func TestGlobalHubRuns(t *testing.T) {
 	}{
 		{"first event of a run", "managedcluster", "0.1", t0, bundle.Version{Incarnation: run1, Generation: 0}},
 		{"later events share its incarnation", "managedcluster", "1.2", t0.Add(time.Minute), bundle.Version{Incarnation: run1, Generation: 1}},
-		{"each type has its own run", "managedhub.heartbeat", "5.0", t0.Add(time.Minute), bundle.Version{Incarnation: 0, Generation: 5}},
+		{"each type has its own run, the first read starting it", "managedhub.heartbeat", "5.0", t0.Add(time.Minute), bundle.Version{Incarnation: uint64(t0.Add(time.Minute).UnixNano()), Generation: 5}},
+		{"a copy made before the run's first read event is stale", "managedhub.heartbeat", "4.0", t0.Add(time.Second), bundle.Version{Incarnation: 0, Generation: 4}},
+		{"a lower generation made later starts a run whose first event was not read", "managedhub.heartbeat", "2.0", t0.Add(time.Hour), bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 2}},
 		{"a restart starts a newer run", "managedcluster", "0.1", t0.Add(time.Hour), bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 0}},
 		{"a late copy of the old run's first event stays old", "managedcluster", "0.1", t0, bundle.Version{Incarnation: run1, Generation: 0}},
 		{"a late copy of the old run's later event is stale", "managedcluster", "7.9", t0.Add(2 * time.Minute), bundle.Version{Incarnation: 0, Generation: 7}},
@@ -261,6 +263,17 @@ func TestGlobalHubRuns(t *testing.T) {
 		t.Fatalf("complete compliance depends on %v, want %v", cc.Dependency, lc.Version)
 	}
 
+	// A complete compliance made before the compliance's next run started
+	// names the value in the run it was made in, even when read after the
+	// next run's first event (another partition, or a replay).
+	lc2 := decode(gh, "policy.localcompliance", "0.1", "", t0.Add(time.Hour))
+	if lc2.Version != (bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 1}) {
+		t.Fatalf("localcompliance of the next run: version %v", lc2.Version)
+	}
+	if late := decode(gh, "policy.localcompletecompliance", "1.2", "1.4", t0.Add(2*time.Second)); late.Dependency != lc.Version {
+		t.Fatalf("complete compliance made in the first run depends on %v, want %v", late.Dependency, lc.Version)
+	}
+
 	// A bridge restarted past the run's first event learns the run from
 	// status.bundle_versions.
 	fresh := transport.NewGlobalHub()
@@ -271,6 +284,24 @@ func TestGlobalHubRuns(t *testing.T) {
 	}
 	if got := decode(fresh, "policy.localcompletecompliance", "2.1", "4.9", t0.Add(time.Minute)).Dependency; got != (bundle.Version{Incarnation: run1, Generation: 9}) {
 		t.Fatalf("after Restore: dependency %v", got)
+	}
+
+	// A replay from an older stored offset, into a bridge that restored a
+	// newer run: a complete compliance of an earlier run must not meet the
+	// newer run's compliance of the same value (it was computed on another
+	// placement). Before any earlier run is read it depends on nothing
+	// processed (incarnation 0: stale); once the earlier run's first event
+	// is read again, on that run.
+	replay := transport.NewGlobalHub()
+	replay.Restore("hub1", dbsyncers.GHLocalCompliance, lc2.Version)
+	if got := decode(replay, "policy.localcompletecompliance", "0.1", "0.4", t0.Add(time.Second)).Dependency; got != (bundle.Version{Generation: 4}) {
+		t.Fatalf("replayed complete compliance of an earlier run depends on %v, want incarnation 0", got)
+	}
+	if got := decode(replay, "policy.localcompliance", "0.4", "", t0).Version; got != lc.Version {
+		t.Fatalf("replayed first event of the earlier run: version %v, want %v", got, lc.Version)
+	}
+	if got := decode(replay, "policy.localcompletecompliance", "0.1", "0.4", t0.Add(time.Second)).Dependency; got != lc.Version {
+		t.Fatalf("replayed complete compliance depends on %v, want %v", got, lc.Version)
 	}
 }
 
