@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -29,4 +30,42 @@ func TestHubOfHubsAgentOmitsCompliantPolicies(t *testing.T) {
 	b2 := e.startBridge()
 	e.waitVerified(exp, 2*time.Minute)
 	b2.stop(30 * time.Second)
+}
+
+// TestGlobalHubAgent: hubs that send what the multicluster global-hub
+// agent sends — its event types under its own prefix, keyed by event type,
+// each hub on its own topic, versions "<generation>.<value>" that start
+// again at 0 when the agent restarts, generic managedcluster bundles, the
+// pending compliance state, complete compliance that leaves out what
+// complies, late copies of earlier events — read through the globalhub
+// profile, with a bridge restart half way that replays from the stored
+// offsets. The database must end with every hub's state and no dead
+// letter: a late copy is stale, not bad.
+func TestGlobalHubAgent(t *testing.T) {
+	e := newEnv(t, 1) // one partition per hub topic, as the agent's order needs
+	exp := e.simulate("gh", "--agent", "globalhub", "--hubs", "20", "--clusters", "6", "--generations", "15",
+		"--restart-probability", "0.15", "--seed", "61")
+	if n := e.messages(exp); n == 0 {
+		t.Fatal("nothing published")
+	}
+	topics := []string{"--kafka-topics", `^gh-status\..*`, "--profiles", "globalhub"}
+	b := e.startBridge(append(topics, "--db-pool-size", "2")...)
+	deadline := time.Now().Add(time.Minute)
+	for len(e.offsets()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no offsets committed within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.stop(30 * time.Second)
+	b2 := e.startBridge(topics...)
+	e.waitVerified(exp, 2*time.Minute)
+	b2.stop(30 * time.Second)
+	var dead int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM status.dead_letters`).Scan(&dead); err != nil {
+		t.Fatal(err)
+	}
+	if dead != 0 {
+		t.Errorf("%d dead letters, want none", dead)
+	}
 }

@@ -49,6 +49,15 @@ func demoCmd(ctx context.Context, args []string) error {
 		perRound := s.cfg.MessagesPerRound() * float64(s.cfg.Hubs)
 		s.cfg.Generations = max(1, int(s.cfg.Rate*duration.Seconds()/perRound))
 	}
+	if s.cfg.Topic == "" {
+		// One topic the bridge reads from its start: a per-hub topic made
+		// after the bridge subscribed would be seen only at the next
+		// metadata refresh (topic.metadata.refresh.interval.ms).
+		s.cfg.Topic = sim.DefaultTopic
+		if s.cfg.Agent == sim.AgentGlobalHub {
+			s.cfg.Topic = "gh-status" // the global hub's shared status topic
+		}
+	}
 	logger, err := newLogger("warn", "console")
 	if err != nil {
 		return err

@@ -36,10 +36,10 @@ func (s *simFlags) bind(fs interface {
 	fs.IntVar(&s.cfg.Generations, "generations", 20, "rounds; in each every hub sends one bundle of each type")
 	fs.Int64Var(&s.cfg.Seed, "seed", 1, "random seed; the same seed sends the same bundles")
 	fs.Float64Var(&s.cfg.Rate, "rate", 0, "messages per second over all hubs; 0 is as fast as Kafka takes them")
-	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do")
+	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do; globalhub sends the multicluster global-hub agent's events (read with --profiles globalhub)")
 	fs.Float64Var(&s.cfg.RestartProbability, "restart-probability", 0, "chance per hub and round of an agent restart (0 = default 0.05, negative = never)")
 	fs.Uint64Var(&s.cfg.FirstIncarnation, "first-incarnation", 0, "incarnation agents start with (raise it to simulate again into a database holding an earlier run)")
-	fs.StringVar(&s.cfg.Topic, "topic", sim.DefaultTopic, "topic to publish to")
+	fs.StringVar(&s.cfg.Topic, "topic", "", "topic to publish to (default "+sim.DefaultTopic+"; with --agent globalhub a topic per hub, "+sim.GlobalHubTopicPrefix+"<hub>)")
 	fs.StringVar(&s.prefix, "type-prefix", transport.DefaultTypePrefix, "CloudEvents type prefix")
 }
 

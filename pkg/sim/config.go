@@ -53,7 +53,9 @@ type Config struct {
 	// sends a heartbeat and a managedclusters snapshot, and, when it has
 	// policies, the policy bundles that are due (see MessagesPerRound).
 	Generations int
-	// Topic the messages go to; "" means DefaultTopic.
+	// Topic the messages go to; "" means DefaultTopic, but for
+	// AgentGlobalHub, whose hubs each send to a topic of their own,
+	// GlobalHubTopicPrefix and the hub's name.
 	Topic string
 	// Seed makes the run reproducible: the same Config gives the same
 	// messages (but for their times) and the same Expected.
@@ -106,22 +108,25 @@ type Config struct {
 	// every policy in a complete compliance report; AgentHoH does what the
 	// hub-of-hubs leaf-hub agents do and leaves out every policy whose
 	// clusters are all compliant, so an omitted policy means compliant.
+	// AgentGlobalHub sends what the multicluster global-hub agent sends
+	// (globalhub.go): other event types, versions and topics.
 	Agent string
 }
 
 // The agent kinds of Config.Agent.
 const (
-	AgentSTB = "stb"
-	AgentHoH = "hoh"
+	AgentSTB       = "stb"
+	AgentHoH       = "hoh"
+	AgentGlobalHub = "globalhub"
 )
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
 	switch c.Agent {
-	case "", AgentSTB, AgentHoH:
+	case "", AgentSTB, AgentHoH, AgentGlobalHub:
 	default:
-		errs = append(errs, fmt.Errorf("agent must be %s or %s, got %q", AgentSTB, AgentHoH, c.Agent))
+		errs = append(errs, fmt.Errorf("agent must be %s, %s or %s, got %q", AgentSTB, AgentHoH, AgentGlobalHub, c.Agent))
 	}
 	if c.Hubs < 1 {
 		errs = append(errs, fmt.Errorf("hubs must be at least 1, got %d", c.Hubs))
@@ -158,7 +163,7 @@ func (c *Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Topic == "" {
+	if c.Topic == "" && c.Agent != AgentGlobalHub {
 		c.Topic = DefaultTopic
 	}
 	if c.HubPrefix == "" {

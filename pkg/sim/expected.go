@@ -59,6 +59,21 @@ type HubState struct {
 	// events the hub sent about them, sorted: event.policy_events must
 	// hold exactly these, each once.
 	Events map[string]map[string][]string
+	// LocalPolicyEvents maps policy ids and cluster names to the names of
+	// the event.localreplicatedpolicy events a global-hub agent sent,
+	// sorted: event.local_policy_events must hold exactly these (kind
+	// replicated). Empty for the other agent kinds.
+	LocalPolicyEvents map[string]map[string][]string
+	// IncarnationsUpTo bounds, for the global-hub agent's types, the
+	// incarnation status.bundle_versions may hold: from the run's start
+	// (the incarnation in Versions) up to the time of the last event sent
+	// of the type. A bridge that never read a run's first event (it was
+	// conflated away before a restart) starts the run at the first event
+	// of it that it read. Nil for the other agent kinds.
+	IncarnationsUpTo map[string]uint64
+	// HubClusterID is the clusterId a global-hub agent's managedhub.info
+	// gave: status.hub_info must hold it. "" when none was sent.
+	HubClusterID string
 	// Restarts is the number of times the hub's agent restarted.
 	Restarts int
 }
@@ -103,7 +118,11 @@ type hubStateJSON struct {
 	ManagedClusters map[string]Cluster                    `json:"managedClusters"`
 	Compliance      map[string]map[string]ComplianceState `json:"compliance"`
 	Events          map[string]map[string][]string        `json:"events"`
-	Restarts        int                                   `json:"restarts"`
+	// The global-hub agent's only (Config.Agent globalhub).
+	LocalPolicyEvents map[string]map[string][]string `json:"localPolicyEvents,omitempty"`
+	IncarnationsUpTo  map[string]uint64              `json:"incarnationsUpTo,omitempty"`
+	HubClusterID      string                         `json:"hubClusterId,omitempty"`
+	Restarts          int                            `json:"restarts"`
 }
 
 // MarshalJSON writes versions in their wire form.
@@ -115,6 +134,10 @@ func (h HubState) MarshalJSON() ([]byte, error) {
 		Compliance:      h.Compliance,
 		Events:          h.Events,
 		Restarts:        h.Restarts,
+
+		LocalPolicyEvents: h.LocalPolicyEvents,
+		IncarnationsUpTo:  h.IncarnationsUpTo,
+		HubClusterID:      h.HubClusterID,
 	}
 	if len(h.VersionsAtMost) > 0 {
 		out.VersionsAtMost = versionStrings(h.VersionsAtMost)
@@ -171,15 +194,18 @@ func (h *HubState) UnmarshalJSON(data []byte) error {
 	if events == nil {
 		events = map[string]map[string][]string{}
 	}
-	for _, clusters := range events {
-		for c, names := range clusters {
-			slices.Sort(names) // as documented, whatever an editor did to the file
-			clusters[c] = slices.Compact(names)
+	for _, byPolicy := range []map[string]map[string][]string{events, in.LocalPolicyEvents} {
+		for _, clusters := range byPolicy {
+			for c, names := range clusters {
+				slices.Sort(names) // as documented, whatever an editor did to the file
+				clusters[c] = slices.Compact(names)
+			}
 		}
 	}
 	*h = HubState{
 		Versions: versions, VersionsAtMost: atMost, Heartbeat: in.Heartbeat, ManagedClusters: clusters,
 		Compliance: compliance, Events: events, Restarts: in.Restarts,
+		LocalPolicyEvents: in.LocalPolicyEvents, HubClusterID: in.HubClusterID, IncarnationsUpTo: in.IncarnationsUpTo,
 	}
 	return nil
 }
@@ -208,7 +234,7 @@ func parseVersions(in map[string]string) (map[string]bundle.Version, error) {
 
 // valid reports whether s is one of the three states.
 func (s ComplianceState) valid() bool {
-	return s == Compliant || s == NonCompliant || s == UnknownCompliance
+	return s == Compliant || s == NonCompliant || s == UnknownCompliance || s == PendingCompliance
 }
 
 // HubNames returns the names of the expected hubs, sorted.

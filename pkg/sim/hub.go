@@ -19,7 +19,15 @@ type hub struct {
 	version bundle.Version
 	last    map[string]bundle.Version // last version sent per type
 	// bases maps each delta type sent to the type of its base.
-	bases    map[string]string
+	bases map[string]string
+	// seq numbers the hub's bundles in the order sent; lastSeq holds the
+	// number of the last one of each type. It tells whether a base was
+	// sent after a delta on it, for every agent kind (versions of the
+	// global-hub agent's types cannot be compared across types).
+	seq     int
+	lastSeq map[string]int
+	// gh is the global-hub agent's side, nil for the other kinds.
+	gh       *ghAgent
 	restarts int
 	sources  []source
 }
@@ -33,9 +41,16 @@ func newHub(cfg Config, i int) *hub {
 	clusters := newManagedClusters(rng, name, cfg)
 	// The order is the order of the hub's bundles in each round. It is
 	// part of what the seed reproduces; the policy sources rely on it.
-	sources := []source{&heartbeats{}, clusters}
-	if cfg.Policies > 0 {
-		sources = append(sources, newPolicySources(rng, name, clusters, cfg)...)
+	var sources []source
+	var gh *ghAgent
+	if cfg.Agent == AgentGlobalHub {
+		gh = newGHAgent(cfg)
+		sources = newGHSources(rng, name, clusters, cfg)
+	} else {
+		sources = []source{&heartbeats{}, clusters}
+		if cfg.Policies > 0 {
+			sources = append(sources, newPolicySources(rng, name, clusters, cfg)...)
+		}
 	}
 	return &hub{
 		name:     name,
@@ -45,6 +60,8 @@ func newHub(cfg Config, i int) *hub {
 		version:  bundle.Version{Incarnation: cfg.FirstIncarnation},
 		last:     make(map[string]bundle.Version),
 		bases:    make(map[string]string),
+		lastSeq:  make(map[string]int),
+		gh:       gh,
 		sources:  sources,
 	}
 }
@@ -67,6 +84,15 @@ func (h *hub) step(round int) ([]Message, error) {
 		if !ok {
 			continue
 		}
+		h.seq++
+		h.lastSeq[d.typ] = h.seq
+		if d.delta {
+			h.bases[d.typ] = d.dependsOn
+		}
+		if h.gh != nil {
+			msgs = append(msgs, h.gh.stamp(h, d))
+			continue
+		}
 		h.version.Generation++
 		m := Message{
 			Topic:   h.topic,
@@ -81,11 +107,11 @@ func (h *hub) step(round int) ([]Message, error) {
 				m.Dependency = &dep
 			}
 		}
-		if d.delta {
-			h.bases[d.typ] = d.dependsOn
-		}
 		h.last[d.typ] = h.version
 		msgs = append(msgs, m)
+	}
+	if h.gh != nil {
+		msgs = h.gh.lateCopy(h.rng, msgs)
 	}
 	return msgs, nil
 }
@@ -95,6 +121,9 @@ func (h *hub) step(round int) ([]Message, error) {
 func (h *hub) restart() {
 	h.version = bundle.Version{Incarnation: h.version.Incarnation + 1}
 	h.restarts++
+	if h.gh != nil {
+		h.gh.restart()
+	}
 }
 
 // state returns what the database must hold for the hub once the bridge
@@ -114,7 +143,7 @@ func (h *hub) state() *HubState {
 		Restarts:   h.restarts,
 	}
 	for typ, base := range h.bases {
-		if v := st.Versions[typ]; h.last[base].Newer(v) {
+		if v := st.Versions[typ]; h.lastSeq[base] > h.lastSeq[typ] {
 			delete(st.Versions, typ)
 			if st.VersionsAtMost == nil {
 				st.VersionsAtMost = make(map[string]bundle.Version)
@@ -124,6 +153,9 @@ func (h *hub) state() *HubState {
 	}
 	for _, s := range h.sources {
 		s.record(st)
+	}
+	if h.gh != nil {
+		h.gh.record(st)
 	}
 	return st
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -9,8 +10,10 @@ import (
 )
 
 // KafkaPublisher sends the simulator's messages through the transport's
-// Kafka publisher (binary-mode CloudEvents, key = hub). Run flushes it
-// after the last message; Close releases the producer.
+// Kafka publisher: STB's binary-mode CloudEvents keyed by hub, and the
+// global-hub agent's (types under GHTypePrefix) as that agent encodes
+// them. Run flushes it after the last message; Close releases the
+// producer.
 type KafkaPublisher struct{ *transport.Publisher }
 
 // NewKafkaPublisher returns a publisher to cfg's brokers.
@@ -24,5 +27,21 @@ func NewKafkaPublisher(cfg transport.PublisherConfig, logger *zap.Logger) (*Kafk
 
 // Publish sends m.
 func (p *KafkaPublisher) Publish(ctx context.Context, m Message) error {
-	return p.Publisher.Publish(ctx, transport.Envelope(m))
+	short, gh := strings.CutPrefix(m.Type, GHTypePrefix)
+	if !gh {
+		return p.Publisher.Publish(ctx, transport.Envelope(m))
+	}
+	e := transport.GlobalHubEvent{
+		Topic: m.Topic, Hub: m.Hub, Type: short, ID: m.ID,
+		Version: m.Version.String(), // the agent's "<generation>.<value>"
+		Time:    m.Time, Data: m.Data,
+	}
+	if m.Dependency != nil {
+		e.Dependency = m.Dependency.String()
+	}
+	msg, err := transport.EncodeGlobalHub(e)
+	if err != nil {
+		return err
+	}
+	return p.Publisher.PublishMessage(ctx, msg)
 }

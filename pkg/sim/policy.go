@@ -15,10 +15,18 @@ const (
 	Compliant         ComplianceState = "compliant"
 	NonCompliant      ComplianceState = "non_compliant"
 	UnknownCompliance ComplianceState = "unknown"
+	// PendingCompliance is the global-hub agent's fourth state: the policy
+	// has not been evaluated on the cluster yet. Only AgentGlobalHub
+	// reports it.
+	PendingCompliance ComplianceState = "pending"
 )
 
-// complianceStates lists the states, for random picks.
-var complianceStates = [...]ComplianceState{Compliant, NonCompliant, UnknownCompliance}
+// complianceStates lists the states the hub-of-hubs and STB agents report,
+// for random picks; ghComplianceStates those of the global-hub agent.
+var (
+	complianceStates   = []ComplianceState{Compliant, NonCompliant, UnknownCompliance}
+	ghComplianceStates = []ComplianceState{Compliant, NonCompliant, UnknownCompliance, PendingCompliance}
+)
 
 // remediationActions are the values of a policy's remediationAction.
 var remediationActions = [...]string{"inform", "enforce"}
@@ -48,14 +56,15 @@ type policy struct {
 	state    map[string]ComplianceState
 }
 
-// place puts the policy on cluster, whose compliance starts random.
-func (p *policy) place(rng *rand.Rand, cluster string) {
+// place puts the policy on cluster, whose compliance starts as initial
+// draws it.
+func (p *policy) place(rng *rand.Rand, cluster string, initial func(*rand.Rand) ComplianceState) {
 	i, found := slices.BinarySearch(p.clusters, cluster)
 	if found {
 		return
 	}
 	p.clusters = slices.Insert(p.clusters, i, cluster)
-	p.state[cluster] = initialState(rng)
+	p.state[cluster] = initial(rng)
 }
 
 // unplace takes the policy off cluster; it reports whether it was on it.
@@ -70,13 +79,16 @@ func (p *policy) unplace(cluster string) bool {
 }
 
 // initialState is the compliance of a newly placed cluster as its first
-// report says: mostly compliant.
-func initialState(rng *rand.Rand) ComplianceState {
+// report says: mostly compliant. The global-hub agent reports some of the
+// unknown ones as pending instead; the draws are the same either way.
+func (m *policyModel) initialState(rng *rand.Rand) ComplianceState {
 	switch r := rng.Float64(); {
 	case r < 0.7:
 		return Compliant
 	case r < 0.9:
 		return NonCompliant
+	case r < 0.95 && len(m.states) > 3:
+		return PendingCompliance
 	}
 	return UnknownCompliance
 }
@@ -108,6 +120,8 @@ type policyModel struct {
 	// omitCompliant leaves fully compliant policies out of complete
 	// reports (Config.Agent hoh).
 	omitCompliant bool
+	// states are the compliance states the agent reports.
+	states []ComplianceState
 
 	policies []*policy // in the order added
 	next     int       // number of the last policy added
@@ -140,9 +154,13 @@ func newPolicyModel(rng *rand.Rand, hub string, clusters *managedClusters, cfg C
 		every:         cfg.ComplianceEvery,
 		events:        cfg.EventsPerRound,
 		omitCompliant: cfg.Agent == AgentHoH,
+		states:        complianceStates,
 		known:         make(map[string]bool),
 		changed:       make(map[pair]bool),
 		sentEvents:    make(map[string]map[string][]string),
+	}
+	if cfg.Agent == AgentGlobalHub {
+		m.states = ghComplianceStates
 	}
 	for _, c := range clusters.clusters {
 		m.known[c.name] = true
@@ -179,7 +197,7 @@ func (m *policyModel) replace(rng *rand.Rand, p *policy, round int) {
 		if s, ok := old[c.name]; ok {
 			p.state[c.name] = s
 		} else {
-			p.state[c.name] = initialState(rng)
+			p.state[c.name] = m.initialState(rng)
 		}
 	}
 	slices.Sort(p.clusters)
@@ -211,7 +229,7 @@ func (m *policyModel) followClusters(rng *rand.Rand, round int) bool {
 		}
 		for _, p := range m.policies {
 			if rng.Float64() < placeShare {
-				p.place(rng, c.name)
+				p.place(rng, c.name, m.initialState)
 				p.version, changed = round, true
 			}
 		}
@@ -277,9 +295,10 @@ func (m *policyModel) evolveCompliance(rng *rand.Rand) {
 	}
 	for range 1 + rng.IntN(maxChangesPerRound) {
 		pr := m.randomPair(rng, total)
-		// One of the two other states, each with the same chance.
-		i := slices.Index(complianceStates[:], pr.policy.state[pr.cluster])
-		pr.policy.state[pr.cluster] = complianceStates[(i+1+rng.IntN(2))%len(complianceStates)]
+		// One of the other states, each with the same chance.
+		n := len(m.states)
+		i := slices.Index(m.states, pr.policy.state[pr.cluster])
+		pr.policy.state[pr.cluster] = m.states[(i+1+rng.IntN(n-1))%n]
 		m.changed[pr] = true
 	}
 }

@@ -55,7 +55,9 @@ func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)
 				if err := lim.wait(ctx); err != nil {
 					return nil, err
 				}
-				m.Time = time.Now()
+				if m.Time.IsZero() {
+					m.Time = time.Now() // the global-hub agent stamps its own
+				}
 				if err := pub.Publish(ctx, m); err != nil {
 					return nil, fmt.Errorf("publish %s %s of hub %s: %w", m.Type, m.Version, m.Hub, err)
 				}

@@ -59,6 +59,15 @@ const (
 	// UnexpectedHub: some status table has rows of a hub not in the
 	// expected state.
 	UnexpectedHub
+	// MissingLocalEvent: an event.localreplicatedpolicy event a global-hub
+	// agent sent has no row in event.local_policy_events.
+	MissingLocalEvent
+	// UnexpectedLocalEvent: a replicated-policy row of
+	// event.local_policy_events is not an event the hub sent.
+	UnexpectedLocalEvent
+	// WrongHubInfo: status.hub_info has no row, or another clusterId, for
+	// a hub whose global-hub agent sent managedhub.info.
+	WrongHubInfo
 )
 
 // Category groups differences: a kind and, for version kinds, the bundle
@@ -107,6 +116,12 @@ func (c Category) Describe(n int) string {
 		what = have + " no heartbeat"
 	case UnexpectedHeartbeat:
 		what = have + " a heartbeat but sent none"
+	case MissingLocalEvent:
+		what = are + " missing replicated-policy events"
+	case UnexpectedLocalEvent:
+		what = have + " unexpected replicated-policy events"
+	case WrongHubInfo:
+		what = have + " a missing or wrong hub info"
 	case MissingHub:
 		what = are + " missing from status.hubs"
 	case UnexpectedHub:

@@ -32,10 +32,12 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		if st == nil {
 			return nil, fmt.Errorf("verify: expected state of hub %q is nil", name)
 		}
-		for policy, clusters := range st.Events {
-			for cluster, names := range clusters {
-				if !slices.IsSorted(names) {
-					return nil, fmt.Errorf("verify: expected events of hub %q, policy %q, cluster %q are not sorted", name, policy, cluster)
+		for _, byPolicy := range []map[string]map[string][]string{st.Events, st.LocalPolicyEvents} {
+			for policy, clusters := range byPolicy {
+				for cluster, names := range clusters {
+					if !slices.IsSorted(names) {
+						return nil, fmt.Errorf("verify: expected events of hub %q, policy %q, cluster %q are not sorted", name, policy, cluster)
+					}
 				}
 			}
 		}
@@ -50,7 +52,7 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		v.report.Versions += len(h.Versions)
 		v.report.Clusters += len(h.ManagedClusters)
 		v.report.ComplianceRows += h.ComplianceRows()
-		v.report.Events += h.PolicyEvents()
+		v.report.Events += h.PolicyEvents() + countEvents(h.LocalPolicyEvents)
 	}
 	for _, check := range []struct {
 		table string
@@ -60,6 +62,8 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		{"status.managed_clusters", v.clusters},
 		{"status.compliance", v.compliance},
 		{"event.policy_events", v.events},
+		{"event.local_policy_events", v.localEvents},
+		{"status.hub_info", v.hubInfo},
 		{"status.hub_heartbeats", v.heartbeats},
 		{"status.hubs", v.hubs},
 	} {

@@ -40,6 +40,16 @@ func (v *verifier) versions(ctx context.Context, db Querier) error {
 		}
 		found[hub][typ] = true
 		want, ok := st.Versions[typ]
+		upTo, ranged := st.IncarnationsUpTo[typ]
+		if ranged && got.Incarnation <= upTo {
+			// A run the bridge started at a later event of it.
+			if ok && got.Incarnation >= want.Incarnation && got.Generation == want.Generation {
+				return nil
+			}
+			if bound, bounded := st.VersionsAtMost[typ]; !ok && bounded && got.Incarnation >= bound.Incarnation && got.Generation <= bound.Generation {
+				return nil
+			}
+		}
 		if bound, bounded := st.VersionsAtMost[typ]; !ok && bounded {
 			if got.Newer(bound) {
 				v.report.add(Category{NewerVersion, typ}, hub, "%s version %s, want at most %s (newer than the last sent)", typ, got, bound)
