@@ -19,6 +19,9 @@ const (
 	TooLarge Reason = "too_large"
 	// SourceMismatch: source is not the message key (--verify-source).
 	SourceMismatch Reason = "source_mismatch"
+	// InvalidHub: the hub's name (source) is not valid UTF-8, holds a
+	// control character or is longer than the transport's limit.
+	InvalidHub Reason = "invalid_hub"
 	// BadPayload: the data is not what the type's decoder or handler
 	// takes (read and write side).
 	BadPayload Reason = "bad_payload"
@@ -46,7 +49,7 @@ const (
 
 // ReadReasons are the reasons a message is rejected for on read, for
 // metrics that exist from the start.
-var ReadReasons = []Reason{NotCloudEvent, MissingAttribute, UnknownType, MalformedVersion, TooLarge, SourceMismatch, BadPayload}
+var ReadReasons = []Reason{NotCloudEvent, MissingAttribute, UnknownType, MalformedVersion, TooLarge, SourceMismatch, InvalidHub, BadPayload}
 
 // Reasoned is implemented by errors that carry their dead-letter reason;
 // the dispatcher recognises a permanent failure by it.

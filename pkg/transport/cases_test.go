@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,10 @@ func decodeCases() []decodeCase {
 			e.Data = []byte(`{"objects":[{"metadata":{"name":"c1"}}]}`)
 		})},
 		{"no time", "", fromMessage(func(m *kafka.Message) { delHeader(m, "ce_time") })},
+		{"delta naming its base", "", fromEnvelope(func(e *transport.Envelope) {
+			e.Type = "compliancedelta"
+			e.Dependency = &bundle.Version{Incarnation: 3, Generation: 5}
+		})},
 		{"data at the size limit", "", fromEnvelope(func(e *transport.Envelope) {
 			e.Data = jsonOfSize(transport.MinMaxBundleBytes)
 		})},
@@ -101,10 +106,18 @@ func decodeCases() []decodeCase {
 		{"missing source", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_source") })},
 		{"missing type", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_type") })},
 		{"missing extversion", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_extversion") })},
+		// It would wait --dependency-timeout for a base that cannot come,
+		// pinning its partition's offset.
+		{"delta without extdependencyversion", deadletter.MissingAttribute,
+			fromEnvelope(func(e *transport.Envelope) { e.Type = "compliancedelta" })},
 
 		{"unknown type", deadletter.UnknownType, fromEnvelope(func(e *transport.Envelope) { e.Type = "nosuchtype" })},
 		{"foreign type prefix", deadletter.UnknownType,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", "com.example.heartbeat") })},
+		{"type with trailing white space", deadletter.UnknownType,
+			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix+"heartbeat ") })},
+		{"type with leading white space", deadletter.UnknownType,
+			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", " "+transport.DefaultTypePrefix+"heartbeat") })},
 		{"bare type prefix", deadletter.UnknownType,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix) })},
 
@@ -127,6 +140,19 @@ func decodeCases() []decodeCase {
 		{"source is not the key", deadletter.SourceMismatch,
 			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_source", string(m.Key)+"-impostor") })},
 		{"no key", deadletter.SourceMismatch, fromMessage(func(m *kafka.Message) { m.Key = nil })},
+
+		{"hub name with a control character", deadletter.InvalidHub, fromMessage(func(m *kafka.Message) {
+			m.Key = append(m.Key, '\a')
+			setHeader(m, "ce_source", string(m.Key))
+		})},
+		{"hub name not UTF-8", deadletter.InvalidHub, fromMessage(func(m *kafka.Message) {
+			m.Key = append(m.Key, 0xff, 0xfe)
+			setHeader(m, "ce_source", string(m.Key))
+		})},
+		{"hub name too long", deadletter.InvalidHub, fromMessage(func(m *kafka.Message) {
+			m.Key = []byte(strings.Repeat("h", transport.MaxHubNameBytes+1))
+			setHeader(m, "ce_source", string(m.Key))
+		})},
 
 		{"payload not json", deadletter.BadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") })},
 		{"payload of the wrong shape", deadletter.BadPayload,

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
@@ -33,6 +36,60 @@ type TypeChecker interface {
 	// Known reports whether typ, the short type such as "heartbeat", is a
 	// bundle type the bridge handles.
 	Known(typ string) bool
+}
+
+// DependencyChecker is optionally implemented by a Decoder: a type it
+// names can only be applied on the version its extdependencyversion
+// names, so a message of it without one is rejected (missing_attribute)
+// instead of waiting for a base that cannot come.
+type DependencyChecker interface {
+	NeedsDependency(typ string) bool
+}
+
+// MaxHubNameBytes is the longest hub name taken: hubs are managed
+// clusters, whose names are Kubernetes object names (DNS subdomains, at
+// most 253 characters).
+const MaxHubNameBytes = 253
+
+// checkHubName says what is wrong with a hub's name, if anything: it
+// becomes a key of every table and a label on pages, so it must be valid
+// UTF-8 without control characters and of a bounded length.
+func checkHubName(hub string) error {
+	switch {
+	case len(hub) > MaxHubNameBytes:
+		return fmt.Errorf("hub name of %d bytes, limit %d", len(hub), MaxHubNameBytes)
+	case !utf8.ValidString(hub):
+		return fmt.Errorf("hub name %q is not valid UTF-8", hub)
+	case strings.IndexFunc(hub, unicode.IsControl) >= 0:
+		return fmt.Errorf("hub name %q holds a control character", hub)
+	}
+	return nil
+}
+
+// sourceOf returns an event's source as sent and decoded. The CloudEvents
+// library parses source as a URI reference and writes it percent-encoded
+// (a hub "a b" goes out as "a%20b", "ü" as "%C3%BC"); decoded undoes that.
+// In binary mode sent is the ce_source header as it came.
+func sourceOf(msg *kafka.Message, ev *event.Event) (sent, decoded string) {
+	sent, ok := header(msg, headerSource)
+	if !ok {
+		sent = ev.Source()
+	}
+	decoded, err := url.PathUnescape(sent)
+	if err != nil {
+		decoded = sent
+	}
+	return sent, decoded
+}
+
+// header returns the value of the message's header key, if it has one.
+func header(msg *kafka.Message, key string) (string, bool) {
+	for _, h := range msg.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
 }
 
 // Decoders is a Decoder and TypeChecker from a map of short type to decode
@@ -78,6 +135,14 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("message has no topic, partition or offset (%v)", tp))
 	}
 
+	if src, ok := header(msg, headerSource); ok {
+		// Before the library, which refuses some of these as URIs.
+		if err := checkHubName(src); err != nil {
+			r := newReject(msg, origin, deadletter.InvalidHub, err)
+			r.Hub = src
+			return nil, r
+		}
+	}
 	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
@@ -88,7 +153,16 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 	if !ok {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.SpecVersion(), event.CloudEventsVersionV1))
 	}
-	hub, typ := ev.Source(), ev.Type()
+	// The hub is the source, decoded. When the Kafka key is the source as
+	// sent or decoded, the key is the hub's own name: the source,
+	// percent-encoded by the sender's library, cannot tell "a b" from
+	// "a%20b", the key can, so two hubs never meet in one row.
+	sent, decoded := sourceOf(msg, ev)
+	keyIsSource := len(msg.Key) > 0 && (string(msg.Key) == sent || string(msg.Key) == decoded)
+	hub, typ := decoded, ev.Type()
+	if keyIsSource {
+		hub = string(msg.Key)
+	}
 	var versionText string
 	reject := func(reason deadletter.Reason, err error) (*bundle.Bundle, *Reject) {
 		r := newReject(msg, origin, reason, err)
@@ -98,10 +172,17 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 	switch {
 	case ev.ID() == "":
 		return reject(deadletter.MissingAttribute, errors.New("no id"))
-	case hub == "":
+	case sent == "":
 		return reject(deadletter.MissingAttribute, errors.New("no source"))
 	case typ == "":
 		return reject(deadletter.MissingAttribute, errors.New("no type"))
+	case rawType(msg) != "" && rawType(msg) != typ:
+		// The library trims the header: a type with white space around
+		// it is not the type without.
+		return reject(deadletter.UnknownType, fmt.Errorf("type %q is not %q", rawType(msg), typ))
+	}
+	if err := checkHubName(hub); err != nil {
+		return reject(deadletter.InvalidHub, err)
 	}
 
 	short, ok := strings.CutPrefix(typ, rules.TypePrefix)
@@ -134,6 +215,8 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 			return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtDependencyVersion, err))
 		}
 		b.HasDependency = true
+	} else if dc, ok := rules.Decoder.(DependencyChecker); ok && dc.NeedsDependency(short) {
+		return reject(deadletter.MissingAttribute, fmt.Errorf("no %s: a %s applies only on the version it names", ExtDependencyVersion, short))
 	}
 
 	data := ev.Data()
@@ -141,8 +224,8 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
 	}
 	// string(msg.Key) in a comparison does not allocate.
-	if rules.VerifySource && string(msg.Key) != hub {
-		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q is not the message key %q", hub, msg.Key))
+	if rules.VerifySource && !keyIsSource {
+		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q is not the message key %q", sent, msg.Key))
 	}
 
 	payload, err := rules.Decoder.Decode(short, data)

@@ -261,7 +261,7 @@ func (g *GlobalHub) Decode(msg *kafka.Message, rules Rules, receivedAt time.Time
 		// to be one once parsed): STB's own format.
 		return Decode(msg, rules, receivedAt)
 	}
-	hub := ev.Source()
+	_, hub := sourceOf(msg, ev) // the key is the event type
 	switch {
 	case rawType(msg) != "" && rawType(msg) != ev.Type():
 		// The library trims the header; a type with white space around it
@@ -276,6 +276,11 @@ func (g *GlobalHub) Decode(msg *kafka.Message, rules Rules, receivedAt time.Time
 	case hub == "":
 		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no source"))
 		r.Type = GlobalHubBundlePrefix + strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
+		return nil, r
+	}
+	if err := checkHubName(hub); err != nil {
+		r := newReject(msg, origin, deadletter.InvalidHub, err)
+		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
 		return nil, r
 	}
 	return g.decode(msg, ev, v1, hub, origin, rules, receivedAt)

@@ -150,12 +150,3 @@ func TestChunkAssemblerGivesUp(t *testing.T) {
 		t.Fatalf("after revocation: %d open, done %v", len(r.chunks.open), p2.done)
 	}
 }
-
-func header(m *kafka.Message, key string) (string, bool) {
-	for _, h := range m.Headers {
-		if h.Key == key {
-			return string(h.Value), true
-		}
-	}
-	return "", false
-}

@@ -28,10 +28,17 @@ func decodeObjects(data []byte) (any, error) {
 	return &o, nil
 }
 
-// testDecoders knows two bundle types, enough to tell known from unknown.
-func testDecoders() transport.Decoders {
-	return transport.Decoders{"heartbeat": decodeObjects, "managedclusters": decodeObjects}
+// testDecoders knows three bundle types, enough to tell known from
+// unknown, and a delta from the types that name no base.
+func testDecoders() testDecoder {
+	return testDecoder{transport.Decoders{"heartbeat": decodeObjects, "managedclusters": decodeObjects, "compliancedelta": decodeObjects}}
 }
+
+// testDecoder is a Decoder, TypeChecker and DependencyChecker:
+// compliancedelta applies only on the version it names.
+type testDecoder struct{ transport.Decoders }
+
+func (testDecoder) NeedsDependency(typ string) bool { return typ == "compliancedelta" }
 
 // testSink records inserted bundles; when release is set it releases each
 // one at once, as if written. delay makes each insert that slow.

@@ -32,6 +32,13 @@ func (d registryDecoder) Known(typ string) bool {
 	return ok
 }
 
+// NeedsDependency lets the reader reject a delta without the base it
+// applies on: a type that depends on exactly one version of another.
+func (d registryDecoder) NeedsDependency(typ string) bool {
+	s, ok := d.r.Lookup(typ)
+	return ok && s.DependsOn != "" && s.Rule == bundle.Exactly
+}
+
 // positions adapts the committer to the reader's Positions: the reader
 // declares the partition tracker it needs as an interface.
 type positions struct{ *committer.Committer }
