@@ -35,8 +35,13 @@ type agent struct {
 	cp, compliance bundle.Version
 	hasCP, hasComp bool
 	state          map[string]string // compliance as the agent knows it
-	events         map[string]bool
-	final          map[string]bundle.Version
+	// p2Gone says policy p2 is no longer on the hub: reports leave it out
+	// and deltas never name it, so its rows must go with the next report
+	// written, and a delta about it on an older base must never bring
+	// them back.
+	p2Gone bool
+	events map[string]bool
+	final  map[string]bundle.Version
 }
 
 func newAgent(hub string) *agent {
@@ -47,7 +52,7 @@ func (a *agent) next(r *rand.Rand) *bundle.Bundle {
 	a.gen++
 	ver := bundle.Version{Incarnation: a.inc, Generation: a.gen}
 	b := &bundle.Bundle{Hub: a.hub, Version: ver, Size: 1}
-	keys := []string{"p1/c1", "p1/c2", "p2/c1", "p2/c3"}
+	keys := a.keys()
 	vals := []string{"compliant", "non_compliant", "unknown"}
 	switch k := r.IntN(10); {
 	case !a.mcSent || k == 0:
@@ -59,6 +64,11 @@ func (a *agent) next(r *rand.Rand) *bundle.Bundle {
 	case !a.hasComp || k == 3:
 		b.Type, a.compliance, a.hasComp = "compliance", ver, true
 		b.Dependency, b.HasDependency = a.cp, true
+		if r.IntN(3) == 0 {
+			// p2 disappears from the report, or comes back.
+			a.p2Gone = !a.p2Gone
+			keys = a.keys()
+		}
 		full := map[string]string{}
 		for _, key := range keys {
 			full[key] = vals[r.IntN(len(vals))]
@@ -79,6 +89,14 @@ func (a *agent) next(r *rand.Rand) *bundle.Bundle {
 	}
 	a.final[b.Type] = ver
 	return b
+}
+
+// keys are the (policy, cluster) pairs placed on the hub.
+func (a *agent) keys() []string {
+	if a.p2Gone {
+		return []string{"p1/c1", "p1/c2"}
+	}
+	return []string{"p1/c1", "p1/c2", "p2/c1", "p2/c3"}
 }
 
 // restart is an agent restart: a new incarnation that resends its bases.
