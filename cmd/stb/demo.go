@@ -49,14 +49,22 @@ func demoCmd(ctx context.Context, args []string) error {
 		perRound := s.cfg.MessagesPerRound() * float64(s.cfg.Hubs)
 		s.cfg.Generations = max(1, int(s.cfg.Rate*duration.Seconds()/perRound))
 	}
-	if s.cfg.Topic == "" {
-		// One topic the bridge reads from its start: a per-hub topic made
-		// after the bridge subscribed would be seen only at the next
-		// metadata refresh (topic.metadata.refresh.interval.ms).
-		s.cfg.Topic = sim.DefaultTopic
-		if s.cfg.Agent == sim.AgentGlobalHub {
-			s.cfg.Topic = "gh-status" // the global hub's shared status topic
+	// The topics, made before the bridge subscribes to them by name: a
+	// topic made later would be seen only at the next metadata refresh.
+	topics := []string{s.cfg.Topic}
+	switch {
+	case s.cfg.Agent == sim.AgentGlobalHub && s.cfg.Topic == "":
+		// A topic per hub, of one partition: the agent keys by event type,
+		// and a hub's types must be read in the order sent (README, "The
+		// global-hub agent's events").
+		topics = topics[:0]
+		for _, hub := range s.cfg.HubNames() {
+			topics = append(topics, sim.GlobalHubTopicPrefix+hub)
 		}
+		*partitions = 1
+	case s.cfg.Topic == "":
+		s.cfg.Topic = sim.DefaultTopic
+		topics = []string{s.cfg.Topic}
 	}
 	logger, err := newLogger("warn", "console")
 	if err != nil {
@@ -78,16 +86,16 @@ func demoCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	brk, err := broker.Start(broker.Config{DataDir: dir, Topics: []string{s.cfg.Topic}, Partitions: int32(*partitions)}, logger)
+	brk, err := broker.Start(broker.Config{DataDir: dir, Topics: topics, Partitions: int32(*partitions)}, logger)
 	if err != nil {
 		return err
 	}
 	defer brk.Close()
-	say("kafka broker %s (kfake, %d partitions, data in %s)", brk.Addr(), *partitions, dir)
+	say("kafka broker %s (kfake, %d topics of %d partitions, data in %s)", brk.Addr(), len(topics), *partitions, dir)
 
 	// 3. The bridge.
 	cfg := bridge.DefaultConfig()
-	cfg.KafkaBrokers, cfg.KafkaTopics, cfg.DatabaseURL = brk.Addr(), []string{s.cfg.Topic}, demoURL
+	cfg.KafkaBrokers, cfg.KafkaTopics, cfg.DatabaseURL = brk.Addr(), topics, demoURL
 	cfg.HTTPAddr, cfg.CommitInterval, cfg.KafkaGroupID = *httpAddr, time.Second, "stb-demo"
 	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
 	if err != nil {

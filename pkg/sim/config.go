@@ -247,6 +247,16 @@ func probability(p, def float64) float64 {
 	return p
 }
 
+// HubNames returns the names of the hubs a run with c simulates, in order.
+func (c Config) HubNames() []string {
+	c = c.withDefaults()
+	names := make([]string, c.Hubs)
+	for i := range names {
+		names[i] = c.hubName(i)
+	}
+	return names
+}
+
 // hubName returns the name of hub i (0-based): the prefix and a number of
 // at least three digits, padded to the width of the largest one so that
 // names sort like numbers.
