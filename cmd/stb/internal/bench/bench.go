@@ -13,6 +13,7 @@ import (
 
 	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/sim"
 	"go.uber.org/zap"
 )
 
@@ -27,11 +28,16 @@ import (
 // DefaultConfig.
 type Config struct {
 	// Scenarios to run, in their fixed order; empty or "all" runs all.
-	Scenarios      []string
-	Hubs           int
-	Messages       int
-	Clusters       int
-	Policies       int
+	Scenarios []string
+	Hubs      int
+	Messages  int
+	Clusters  int
+	Policies  int
+	// Agent is the simulated agents' kind (sim.Config.Agent): stb or hoh.
+	// The scenarios read one shared topic of several partitions, which
+	// the global-hub agent's events cannot be ordered on (README, "The
+	// global-hub agent's events"), so globalhub is refused.
+	Agent          string
 	Duration       time.Duration
 	BaselineLimit  time.Duration
 	Timeout        time.Duration
@@ -153,6 +159,13 @@ func (c Config) Validate() error {
 	}
 	if c.OverloadProducers < 1 {
 		errs = append(errs, errors.New("--overload-producers must be at least 1"))
+	}
+	switch c.Agent {
+	case "", sim.AgentSTB, sim.AgentHoH:
+	case sim.AgentGlobalHub:
+		errs = append(errs, errors.New("--agent globalhub: the scenarios read one shared topic of several partitions, on which the global-hub agent's types of one hub cannot be read in order; measure it with stb demo --agent globalhub"))
+	default:
+		errs = append(errs, fmt.Errorf("--agent %q: want %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH))
 	}
 	if c.MaxBufferedBytes < 0 {
 		errs = append(errs, errors.New("--max-buffered-bytes must not be negative"))

@@ -37,12 +37,19 @@ func TestValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
+	hoh := DefaultConfig()
+	hoh.Agent = "hoh"
+	if err := hoh.Validate(); err != nil {
+		t.Fatalf("--agent hoh: %v", err)
+	}
 	for name, change := range map[string]func(*Config){
 		"no hubs":            func(c *Config) { c.Hubs = 0 },
 		"short duration":     func(c *Config) { c.Duration = 0 },
 		"no pool":            func(c *Config) { c.PoolSize = 0 },
 		"no poison messages": func(c *Config) { c.PoisonMessages = 0 },
 		"negative overload":  func(c *Config) { c.OverloadRate = -1 },
+		"unknown agent":      func(c *Config) { c.Agent = "hub-of-hubs" },
+		"global-hub agent":   func(c *Config) { c.Agent = "globalhub" },
 	} {
 		c := DefaultConfig()
 		change(&c)

@@ -93,7 +93,7 @@ const roundsMargin = 1.03
 // simConfig is the simulation of the scenarios with many hubs, with
 // rounds for about messages messages (at least one round).
 func (e *benchEnv) simConfig(topic string, messages float64) sim.Config {
-	cfg := sim.Config{Hubs: e.cfg.Hubs, Clusters: e.cfg.Clusters, Policies: e.cfg.Policies, Seed: e.cfg.Seed, Topic: topic}
+	cfg := sim.Config{Hubs: e.cfg.Hubs, Clusters: e.cfg.Clusters, Policies: e.cfg.Policies, Seed: e.cfg.Seed, Topic: topic, Agent: e.cfg.Agent}
 	perRound := cfg.MessagesPerRound() * float64(cfg.Hubs)
 	cfg.Generations = max(1, int(math.Ceil(messages/perRound)))
 	return cfg
