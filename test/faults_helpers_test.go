@@ -51,9 +51,16 @@ func (b *bridge) kill() {
 // fails a sample instead of the whole test.
 var faultsHTTP = &http.Client{Timeout: 5 * time.Second}
 
-// get fetches path from the bridge's HTTP server.
+// get fetches path from the bridge: metrics and probes from its public
+// listener, the rest (console, /debug/units) from its admin listener.
 func (b *bridge) get(path string) (status int, body string, err error) {
-	resp, err := faultsHTTP.Get(b.httpURL + path)
+	base := b.adminURL
+	for _, public := range []string{"/metrics", "/healthz", "/readyz"} {
+		if strings.HasPrefix(path, public) {
+			base = b.httpURL
+		}
+	}
+	resp, err := faultsHTTP.Get(base + path)
 	if err != nil {
 		return 0, "", err
 	}

@@ -122,7 +122,9 @@ type bridge struct {
 	log     *syncBuffer
 	done    chan struct{}
 	err     error
-	httpURL string
+	httpURL string // metrics and probes
+	// adminURL is the console's listener (status page, /debug/units).
+	adminURL string
 }
 
 type syncBuffer struct {
@@ -155,13 +157,13 @@ func freePort(t *testing.T) string {
 // startBridge starts `stb run` on the env's broker and database.
 func (e *env) startBridge(extra ...string) *bridge {
 	e.t.Helper()
-	addr := freePort(e.t)
+	addr, admin := freePort(e.t), freePort(e.t)
 	args := append([]string{"run",
 		"--kafka-brokers", e.brokers, "--database-url", e.dbURL,
-		"--commit-interval", "200ms", "--http-addr", addr, "--log-level", "info",
+		"--commit-interval", "200ms", "--http-addr", addr, "--admin-addr", admin, "--log-level", "info",
 	}, extra...)
 	cmd := exec.Command(stbBin, args...)
-	b := &bridge{t: e.t, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{}), httpURL: "http://" + addr}
+	b := &bridge{t: e.t, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{}), httpURL: "http://" + addr, adminURL: "http://" + admin}
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

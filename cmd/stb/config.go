@@ -36,7 +36,9 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.DurationVar(&c.JobTimeout, "job-timeout", c.JobTimeout, "time limit of one bundle's transaction")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for a graceful shutdown, final commit included; jobs still running then are aborted and replayed after a restart")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply database migrations at start")
-	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address of /metrics, /healthz, /readyz and /debug/units; empty disables")
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address of /metrics, /healthz and /readyz, and nothing else; empty disables")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "address of the operator's console (status page, /debug/units, pprof); keep it off the network or set --admin-token-file; empty disables")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding a bearer token every admin request must carry (Authorization: Bearer <token>)")
 	if log != nil {
 		fs.StringVar(&log.Level, "log-level", "info", "log level: debug, info, warn, error")
 		fs.StringVar(&log.Format, "log-format", "json", "log format: json or console")

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/stbridge/stb/cmd/stb/internal/humanize"
+	"github.com/stbridge/stb/pkg/transport"
 )
 
 // envName is the environment variable that sets a flag: STB_ and the flag's
@@ -104,22 +104,9 @@ func (l *listValue) Set(s string) error {
 // environment variable).
 type propertyFlag map[string]string
 
-func (p propertyFlag) String() string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		v := p[k]
-		if isSecretProperty(k) {
-			v = "***"
-		}
-		parts[i] = k + "=" + v
-	}
-	return strings.Join(parts, ",")
-}
+// String shows the properties with every credential redacted
+// (transport.SecretProperty): it is what logs and usage texts print.
+func (p propertyFlag) String() string { return transport.RedactedProperties(p) }
 
 func (p propertyFlag) Set(s string) error {
 	for _, kv := range strings.Split(s, ",") {
@@ -134,13 +121,6 @@ func (p propertyFlag) Set(s string) error {
 		p[k] = v
 	}
 	return nil
-}
-
-// isSecretProperty reports whether a librdkafka property holds a secret
-// that must never be logged.
-func isSecretProperty(k string) bool {
-	k = strings.ToLower(k)
-	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.HasSuffix(k, ".key.pem")
 }
 
 // byteSize is an int flag that accepts KiB/MiB/GiB suffixes.

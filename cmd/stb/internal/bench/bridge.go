@@ -61,7 +61,7 @@ func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge
 	cfg.Conflation = o.conflation
 	cfg.DBPoolSize = e.cfg.PoolSize
 	cfg.CommitInterval = time.Second
-	cfg.HTTPAddr = ""
+	cfg.HTTPAddr, cfg.AdminAddr = "", ""
 	cfg.ShutdownTimeout = benchShutdownTimeout
 	cfg.MaxBufferedBytes = e.cfg.MaxBufferedBytes
 	if o.maxBundleBytes > 0 {

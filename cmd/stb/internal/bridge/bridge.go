@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,8 +55,9 @@ type Bridge struct {
 	reader      *transport.Reader
 	dispatcher  *dispatcher.Dispatcher
 	rejects     *deadletter.Queue
-	http        *http.Server
-	httpLn      net.Listener
+	// servers are the HTTP listeners: the public one (metrics, probes)
+	// and the admin one (console), each optional.
+	servers []*server
 	// globalHub is the global-hub profile's state; nil without it.
 	globalHub *transport.GlobalHub
 
@@ -185,12 +187,33 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.HTTPAddr != "" {
-		// Listen now, so that a taken port fails the start, not later.
-		if b.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-			return nil, fmt.Errorf("http: %w", err)
+	var token string
+	if cfg.AdminTokenFile != "" {
+		raw, err := os.ReadFile(cfg.AdminTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--admin-token-file: %w", err)
 		}
-		b.http = &http.Server{Handler: b.routes(), ReadHeaderTimeout: 5 * time.Second}
+		if token = strings.TrimSpace(string(raw)); token == "" {
+			return nil, fmt.Errorf("--admin-token-file %s is empty", cfg.AdminTokenFile)
+		}
+	}
+	// Listen now, so that a taken port fails the start, not later.
+	for _, l := range []struct {
+		name, addr string
+		handler    http.Handler
+	}{
+		{"http", cfg.HTTPAddr, b.publicRoutes()},
+		{"admin", cfg.AdminAddr, requireToken(token, b.adminRoutes())},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.name, err)
+		}
+		b.servers = append(b.servers, &server{name: l.name, ln: ln,
+			srv: &http.Server{Handler: l.handler, ReadHeaderTimeout: 5 * time.Second}})
 	}
 	return b, nil
 }
@@ -202,8 +225,8 @@ func (b *Bridge) Close() {
 		if b.reader != nil {
 			_ = b.reader.Close()
 		}
-		if b.httpLn != nil { // already closed by Shutdown if the server ran
-			_ = b.httpLn.Close()
+		for _, s := range b.servers { // already closed by Shutdown if it ran
+			_ = s.ln.Close()
 		}
 		if b.workPool != nil {
 			b.workPool.Close()
@@ -214,13 +237,28 @@ func (b *Bridge) Close() {
 	})
 }
 
-// HTTPAddr returns the address the HTTP server listens on, or "" when it
-// is disabled.
-func (b *Bridge) HTTPAddr() string {
-	if b.httpLn == nil {
-		return ""
+// server is one HTTP listener of the bridge.
+type server struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// HTTPAddr returns the address the public HTTP server (metrics, probes)
+// listens on, or "" when it is disabled.
+func (b *Bridge) HTTPAddr() string { return b.addr("http") }
+
+// AdminAddr returns the address of the admin console, or "" when it is
+// disabled.
+func (b *Bridge) AdminAddr() string { return b.addr("admin") }
+
+func (b *Bridge) addr(name string) string {
+	for _, s := range b.servers {
+		if s.name == name {
+			return s.ln.Addr().String()
+		}
 	}
-	return b.httpLn.Addr().String()
+	return ""
 }
 
 // Gatherer returns the bridge's metrics, exactly as /metrics serves them.

@@ -83,7 +83,7 @@ func TestShutdownBoundedWhileAJobIsBlocked(t *testing.T) {
 	}
 
 	cfg := DefaultConfig()
-	cfg.KafkaBrokers, cfg.DatabaseURL, cfg.HTTPAddr = brk.Addr(), url, ""
+	cfg.KafkaBrokers, cfg.DatabaseURL, cfg.HTTPAddr, cfg.AdminAddr = brk.Addr(), url, "", ""
 	cfg.KafkaGroupID = "shutdown-test"
 	cfg.CommitInterval = 100 * time.Millisecond
 	cfg.JobTimeout = 5 * time.Minute

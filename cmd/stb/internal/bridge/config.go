@@ -61,9 +61,18 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Migrate applies the database migrations in New.
 	Migrate bool
-	// HTTPAddr serves /metrics, /healthz, /readyz, the status page,
-	// /debug/units and pprof; empty disables.
+	// HTTPAddr serves only what Kubernetes and Prometheus need: /metrics,
+	// /healthz and /readyz. Empty disables.
 	HTTPAddr string
+	// AdminAddr serves the operator's console: the status page,
+	// /debug/units and pprof (whose /cmdline shows the command line).
+	// Loopback by default; empty disables.
+	AdminAddr string
+	// AdminTokenFile, when not empty, names a file holding a token that
+	// every admin request must carry as "Authorization: Bearer <token>"
+	// (a Kubernetes Secret mounted as a file; white space around it is
+	// ignored). New reads it once.
+	AdminTokenFile string
 }
 
 // Defaults that are the bridge's own; the others come from the packages
@@ -75,6 +84,7 @@ const (
 	DefaultMaxBufferedBytes  = 512 << 20
 	DefaultDependencyTimeout = 5 * time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultAdminAddr         = "127.0.0.1:8081"
 )
 
 // DefaultPoolSize is 2 × CPUs, at least 4 (DESIGN.md §6).
@@ -103,6 +113,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   DefaultShutdownTimeout,
 		Migrate:           true,
 		HTTPAddr:          ":8080",
+		AdminAddr:         DefaultAdminAddr,
 	}
 }
 
@@ -130,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := c.profiles(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr {
+		errs = append(errs, errors.New("--admin-addr must differ from --http-addr: the console must not be served where probes and scrapers reach"))
 	}
 	switch c.AutoOffsetReset {
 	case "earliest", "latest":

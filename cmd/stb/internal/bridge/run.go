@@ -72,7 +72,7 @@ func (c *component) stop(deadline context.Context) bool {
 //  4. the committer's loop stops, then the final commit stores each
 //     partition's position, which is behind every bundle not written and
 //     every reject whose dead letter was not stored;
-//  5. the HTTP server, the Kafka consumer (leaving the group) and the
+//  5. the HTTP servers, the Kafka consumer (leaving the group) and the
 //     pools close.
 //
 // Run returns within the timeout plus closeGrace even when a component
@@ -86,15 +86,15 @@ func (b *Bridge) Run(ctx context.Context) error {
 	workers := start(&g, "dispatcher", failed, b.dispatcher.Run)
 	letters := start(&g, "dead letters", failed, b.rejects.Run)
 	commits := start(&g, "committer", failed, b.committer.Run)
-	var httpServer *component
-	if b.http != nil {
-		b.logger.Info("http listening", zap.String("addr", b.httpLn.Addr().String()))
-		httpServer = start(&g, "http", failed, func(context.Context) error {
-			if err := b.http.Serve(b.httpLn); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("%w: %w", errHTTP, err)
+	var servers []*component
+	for _, srv := range b.servers {
+		b.logger.Info("http listening", zap.String("server", srv.name), zap.String("addr", srv.ln.Addr().String()))
+		servers = append(servers, start(&g, srv.name, failed, func(context.Context) error {
+			if err := srv.srv.Serve(srv.ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("%w: %s: %w", errHTTP, srv.name, err)
 			}
 			return nil
-		})
+		}))
 	}
 	allDone := make(chan struct{})
 	go func() {
@@ -146,11 +146,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else {
 		late("stop the committer")
 	}
-	if httpServer != nil { // 5
+	for i, c := range servers { // 5
 		hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
-		_ = b.http.Shutdown(hctx)
+		_ = b.servers[i].srv.Shutdown(hctx)
 		hcancel()
-		httpServer.cancel()
+		c.cancel()
 	}
 	// Clients are closed only once nothing uses them: closing a pool waits
 	// for its connections to be released.

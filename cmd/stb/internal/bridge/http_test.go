@@ -1,0 +1,108 @@
+package bridge
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stbridge/stb/conflation"
+)
+
+func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(body)
+}
+
+// The public listener (--http-addr, all interfaces in a pod) serves
+// metrics and probes and nothing else: /debug/pprof/cmdline there
+// returned the whole command line, database password and sasl.password
+// included.
+func TestPublicListenerServesOnlyMetricsAndProbes(t *testing.T) {
+	b := &Bridge{registry: prometheus.NewRegistry()}
+	h := b.publicRoutes()
+	if code, _ := get(t, h, "/metrics", ""); code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if code, body := get(t, h, "/healthz", ""); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	for _, path := range []string{"/", "/debug/units", "/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
+		if code, _ := get(t, h, path, ""); code != http.StatusNotFound {
+			t.Errorf("public %s: %d, want 404", path, code)
+		}
+	}
+}
+
+// The admin listener serves pprof, but never the command line.
+func TestAdminListenerHasNoCommandLine(t *testing.T) {
+	b := &Bridge{registry: prometheus.NewRegistry()}
+	h := b.adminRoutes()
+	if code, _ := get(t, h, "/debug/pprof/cmdline", ""); code != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/cmdline: %d, want 404", code)
+	}
+	if code, _ := get(t, h, "/debug/pprof/", ""); code != http.StatusOK {
+		t.Fatalf("/debug/pprof/: %d", code)
+	}
+}
+
+// With --admin-token-file every admin request needs the bearer token;
+// without one, none does (the listener is loopback by default).
+func TestAdminToken(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "console") })
+	h := requireToken("s3cret", ok)
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret ", "bearer s3cret", "Basic czNjcmV0", "s3cret"} {
+		if code, body := get(t, h, "/", auth); code != http.StatusUnauthorized || strings.Contains(body, "console") {
+			t.Errorf("Authorization %q: %d %q, want 401", auth, code, body)
+		}
+	}
+	if code, body := get(t, h, "/", "Bearer s3cret"); code != http.StatusOK || body != "console" {
+		t.Fatalf("right token: %d %q", code, body)
+	}
+	if code, _ := get(t, requireToken("", ok), "/", ""); code != http.StatusOK {
+		t.Fatalf("no token configured: %d", code)
+	}
+}
+
+// Hub, type and version texts come from the network: a hub named
+// <script> must render as text.
+func TestStatusPageEscapesNames(t *testing.T) {
+	hostile := `<script>alert("hub")</script>`
+	var buf bytes.Buffer
+	err := statusTmpl.Execute(&buf, map[string]any{
+		"Problems": []string{`<img src=x onerror=alert(1)>`},
+		"Units":    []conflation.UnitState{{Hub: hostile, Types: []conflation.TypeState{{Type: `<b>t</b>`}}}},
+		"Stats":    Stats{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, raw := range []string{"<script>", "<img", "<b>t</b>"} {
+		if strings.Contains(page, raw) {
+			t.Errorf("page holds %q unescaped", raw)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;") {
+		t.Error("the hub's name is not on the page as text")
+	}
+}
+
+func TestAdminAddrMustDifferFromHTTPAddr(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AdminAddr = cfg.HTTPAddr
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--admin-addr") {
+		t.Fatalf("Validate: %v", err)
+	}
+}
