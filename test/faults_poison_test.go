@@ -199,7 +199,9 @@ func poisonCorpus() []poisonCase {
 		c("source is another hub", "source_mismatch", hbWith(withRecordKey([]byte("hub-004")))),
 		c("no key", "source_mismatch", hbWith(withRecordKey(nil))),
 		c("key in another case", "source_mismatch", hbWith(withRecordKey([]byte("HUB-003")))),
-		c("1 MiB source", "source_mismatch", hbWith(withHeader("ce_source", huge))),
+		// A hub name is at most 253 bytes (a Kubernetes object name).
+		c("1 MiB source", "invalid_hub", hbWith(withHeader("ce_source", huge))),
+		c("source with a control character", "invalid_hub", hbWith(withHeader("ce_source", "hub-001\x1b[2J"), withRecordKey([]byte("hub-001\x1b[2J")))),
 
 		// Data that does not decode into the type's payload.
 		c("truncated JSON", "bad_payload", typed("managedclusters", `{"objects":[{"metadata":{"name":"c`)),

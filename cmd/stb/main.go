@@ -30,6 +30,7 @@ func commands() []command {
 		{"demo", "embedded Kafka + local Postgres + simulate + run + verify, with live progress", demoCmd},
 		{"bench", "measure the bridge against its baseline and this machine's ceilings in named scenarios", benchCmd},
 		{"hub", "hub maintenance: hub reset NAME forgets the hub's stored versions", hubCmd},
+		{"deadletters", "dead letters: list, replay (after fixing the cause), purge", deadLettersCmd},
 	}
 }
 

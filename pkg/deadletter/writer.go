@@ -24,11 +24,17 @@ type Letter struct {
 	Err                error
 	Headers            map[string]string
 	Data               []byte
+	// Key is the Kafka message key of a read-side letter, stored among
+	// the headers as KeyHeader so that a replay can rebuild the message.
+	Key []byte
 }
+
+// KeyHeader holds a read-side letter's Kafka key in its stored headers.
+const KeyHeader = "x-stb-kafka-key"
 
 // size is what a letter holds in memory, for backpressure.
 func (l *Letter) size() int64 {
-	n := len(l.Hub) + len(l.Type) + len(l.Version) + len(l.Data) + 128
+	n := len(l.Hub) + len(l.Type) + len(l.Version) + len(l.Data) + len(l.Key) + 128
 	for k, v := range l.Headers {
 		n += len(k) + len(v)
 	}
@@ -91,6 +97,9 @@ func (w *Writer) Write(ctx context.Context, letters ...Letter) (int64, error) {
 		h := make(map[string]string, len(l.Headers))
 		for k, v := range l.Headers {
 			h[capText(clean(k), maxHeaderBytes)] = capText(clean(v), maxHeaderBytes)
+		}
+		if len(l.Key) > 0 {
+			h[KeyHeader] = capText(clean(string(l.Key)), maxHeaderBytes)
 		}
 		hj, err := json.Marshal(h)
 		if err != nil {

@@ -158,7 +158,7 @@ func NewPublisher(cfg PublisherConfig, logger *zap.Logger) (*Publisher, error) {
 	logger = base.With(zap.String("component", "publisher"))
 	producer, err := kafka.NewProducer(cfg.producerConfig())
 	if err != nil {
-		return nil, fmt.Errorf("create kafka producer: %w", redactError(err, cfg.Properties))
+		return nil, fmt.Errorf("create kafka producer: %w", RedactError(err, cfg.Properties))
 	}
 	p := &Publisher{cfg: cfg, producer: producer, logger: logger}
 	p.wg.Add(2)

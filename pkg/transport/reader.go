@@ -236,7 +236,7 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 	}
 	consumer, err := kafka.NewConsumer(cfg.consumerConfig())
 	if err != nil {
-		return nil, fmt.Errorf("create kafka consumer: %w", redactError(err, cfg.Properties))
+		return nil, fmt.Errorf("create kafka consumer: %w", RedactError(err, cfg.Properties))
 	}
 	r := &Reader{
 		cfg: cfg,

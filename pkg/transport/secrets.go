@@ -54,10 +54,10 @@ func RedactedProperties(props map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// redactError returns err with every secret property value of props in
+// RedactError returns err with every secret property value of props in
 // its text replaced by ***, keeping what it wraps for errors.Is. The Kafka
 // client's errors quote configuration values.
-func redactError(err error, props map[string]string) error {
+func RedactError(err error, props map[string]string) error {
 	if err == nil {
 		return nil
 	}

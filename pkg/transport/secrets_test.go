@@ -48,7 +48,7 @@ func TestRedactError(t *testing.T) {
 	props := map[string]string{"sasl.oauthbearer.config": "clientId=stb clientSecret=topsecret-value",
 		"sasl.password": "hunter2", "security.protocol": "SASL_SSL"}
 	cause := errors.New(`Invalid value "clientId=stb clientSecret=topsecret-value" for configuration property "sasl.oauthbearer.config"; sasl.password=hunter2; security.protocol=SASL_SSL`)
-	red := redactError(cause, props)
+	red := RedactError(cause, props)
 	if strings.Contains(red.Error(), "topsecret") || strings.Contains(red.Error(), "hunter2") {
 		t.Fatalf("secret in %q", red)
 	}
@@ -58,7 +58,7 @@ func TestRedactError(t *testing.T) {
 	if !errors.Is(red, cause) {
 		t.Fatal("the redacted error does not wrap its cause")
 	}
-	if plain := errors.New("broker down"); redactError(plain, props) != plain {
+	if plain := errors.New("broker down"); RedactError(plain, props) != plain {
 		t.Fatal("an error without a secret is changed")
 	}
 }

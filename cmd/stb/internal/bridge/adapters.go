@@ -63,7 +63,7 @@ type rejectQueue struct{ q *deadletter.Queue }
 func (r rejectQueue) Reject(rj transport.Reject) {
 	r.q.Add(deadletter.Letter{
 		Hub: rj.Hub, Type: rj.Type, Version: rj.Version, Origin: rj.Origin,
-		Reason: rj.Reason, Err: rj.Err, Headers: rj.Headers, Data: rj.Data,
+		Reason: rj.Reason, Err: rj.Err, Headers: rj.Headers, Data: rj.Data, Key: rj.Key,
 	}, rj.Release)
 }
 

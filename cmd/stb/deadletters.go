@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/cmd/stb/internal/humanize"
+	"github.com/stbridge/stb/cmd/stb/internal/replay"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/deadletter"
+)
+
+const deadLettersUsage = `usage: stb deadletters list|replay|purge [flags]
+  list     print the dead letters (--reason, --hub, --since; --json)
+  replay   decode each again and write it through the version fence (--dry-run to see what would happen)
+  purge    delete the dead letters stored before --before`
+
+func deadLettersCmd(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%s", deadLettersUsage)
+	}
+	switch args[0] {
+	case "list":
+		return deadLettersList(ctx, args[1:])
+	case "replay":
+		return deadLettersReplay(ctx, args[1:])
+	case "purge":
+		return deadLettersPurge(ctx, args[1:])
+	}
+	return fmt.Errorf("unknown deadletters command %q\n%s", args[0], deadLettersUsage)
+}
+
+// letterFilter binds the flags that select dead letters.
+type letterFilter struct {
+	url, reason, hub, since string
+}
+
+func (l *letterFilter) bind(fs *flag.FlagSet) {
+	fs.StringVar(&l.url, "database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
+	fs.StringVar(&l.reason, "reason", "", "only letters of this reason (too_large, bad_payload, …)")
+	fs.StringVar(&l.hub, "hub", "", "only letters of this hub")
+	fs.StringVar(&l.since, "since", "", "only letters stored since: a duration ago (24h) or a time (2026-11-24T10:00:00Z)")
+}
+
+func (l *letterFilter) filter(now time.Time) (deadletter.Filter, error) {
+	f := deadletter.Filter{Reason: deadletter.Reason(l.reason), Hub: l.hub}
+	if l.since != "" {
+		t, err := parseWhen(l.since, now)
+		if err != nil {
+			return f, fmt.Errorf("--since: %w", err)
+		}
+		f.Since = t
+	}
+	return f, nil
+}
+
+// parseWhen reads a time as a duration before now or an RFC 3339 time.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor a time (2026-11-24T10:00:00Z)", s)
+	}
+	return t, nil
+}
+
+func deadLettersList(ctx context.Context, args []string) error {
+	var l letterFilter
+	fs := newFlagSet("deadletters list", "Print the dead letters, oldest first: id, when, reason, hub, type, version, origin, replay outcome and error.")
+	l.bind(fs)
+	asJSON := fs.Bool("json", false, "print JSON, one object per letter, with its headers and data")
+	limit := fs.Int("limit", 1000, "print at most this many; 0 prints all")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	f, err := l.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	f.Limit = *limit
+	pool, err := db.Connect(ctx, l.url, 1)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rows, err := deadletter.List(ctx, pool, f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		for _, r := range rows {
+			if err := enc.Encode(letterJSON(r)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSTORED\tREASON\tHUB\tTYPE\tVERSION\tORIGIN\tDATA\tREPLAY\tERROR")
+	for _, r := range rows {
+		replayed := "-"
+		if r.ReplayOutcome != "" {
+			replayed = r.ReplayOutcome + " " + r.ReplayedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s/%d@%d\t%s\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Reason,
+			quoted(r.Hub), quoted(r.Type), quoted(r.Version), r.Origin.Topic, r.Origin.Partition, r.Origin.Offset,
+			humanize.Bytes(int64(len(r.Data))), replayed, firstLine(r.Error, 100))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if f.Limit > 0 && len(rows) == f.Limit {
+		fmt.Fprintf(os.Stderr, "stb deadletters list: the first %d shown; --limit 0 shows all\n", f.Limit)
+	}
+	return nil
+}
+
+// quoted shows a name from the network so that control characters and
+// blanks cannot pass for the table's layout.
+func quoted(s string) string {
+	if s == "" {
+		return "-"
+	}
+	q := fmt.Sprintf("%q", s)
+	if q[1:len(q)-1] == s && !strings.ContainsAny(s, " \t") {
+		return s
+	}
+	return q
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return quoted(s)
+}
+
+func letterJSON(r deadletter.Row) map[string]any {
+	out := map[string]any{
+		"id": r.ID, "storedAt": r.CreatedAt, "reason": r.Reason, "error": r.Error,
+		"hub": r.Hub, "type": r.Type, "version": r.Version,
+		"topic": r.Origin.Topic, "partition": r.Origin.Partition, "offset": r.Origin.Offset,
+		"headers": r.Headers, "replayOutcome": r.ReplayOutcome,
+	}
+	if json.Valid(r.Data) {
+		out["data"] = json.RawMessage(r.Data)
+	} else {
+		out["dataBase64"] = r.Data
+	}
+	if !r.ReplayedAt.IsZero() {
+		out["replayedAt"] = r.ReplayedAt
+	}
+	return out
+}
+
+func deadLettersReplay(ctx context.Context, args []string) error {
+	var l letterFilter
+	cfg := replay.DefaultConfig()
+	fs := newFlagSet("deadletters replay", "Decode the selected dead letters again and write each through the version fence, as the bridge would:\n"+
+		"after the cause is fixed (a larger --max-bundle-bytes, a new release). Each event is fetched from Kafka at its\n"+
+		"origin while the topic holds it, else taken from the stored copy when that is the whole event. A letter that\n"+
+		"applies is marked applied; one the database already holds as new is marked stale (nothing written); one that\n"+
+		"fails again keeps its row with the new reason. Letters already applied or stale are not replayed again.")
+	l.bind(fs)
+	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", "", "Kafka bootstrap servers to fetch the events from; empty uses the stored copies only")
+	fs.Var(propertyFlag(cfg.KafkaProperties), "kafka-property", "extra librdkafka property key=value (repeatable), e.g. security.protocol=SASL_SSL")
+	maxBundle := byteSize(cfg.MaxBundleBytes)
+	fs.Var(&maxBundle, "max-bundle-bytes", "largest event data accepted (raise it to replay too_large letters)")
+	fs.StringVar(&cfg.TypePrefix, "type-prefix", cfg.TypePrefix, "CloudEvents type prefix, as the bridge's")
+	fs.BoolVar(&cfg.VerifySource, "verify-source", cfg.VerifySource, "reject events whose source is not the Kafka message key, as the bridge does")
+	fs.Var(newListValue(&cfg.Profiles, cfg.Profiles), "profiles", "wire formats read: stb, globalhub")
+	fs.BoolVar(&cfg.DryRun, "dry-run", false, "show what each replay would do; write and mark nothing")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	f, err := l.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	cfg.Filter, cfg.MaxBundleBytes = f, int(maxBundle)
+	logger, err := newLogger("warn", "console")
+	if err != nil {
+		return err
+	}
+	pool, err := db.Connect(ctx, l.url, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	counts := map[string]int{}
+	verb := "replay"
+	if cfg.DryRun {
+		verb = "dry run"
+	}
+	err = replay.Run(ctx, pool, cfg, logger, func(r replay.Result) {
+		counts[r.Outcome]++
+		line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome, quoted(r.Row.Hub), quoted(r.Row.Type), quoted(r.Row.Version), orDash(r.From))
+		if r.Err != nil {
+			line += fmt.Sprintf(": %s: %s", r.Reason, firstLine(r.Err.Error(), 200))
+		}
+		fmt.Println(line)
+	})
+	fmt.Printf("%s: %d applied, %d stale (nothing written), %d failed again, %d skipped (event gone)\n", verb,
+		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[replay.Skipped])
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func deadLettersPurge(ctx context.Context, args []string) error {
+	var l letterFilter
+	fs := newFlagSet("deadletters purge", "Delete the dead letters stored before --before (and matching the other filters).")
+	l.bind(fs)
+	before := fs.String("before", "", "required: delete letters stored before this, a duration ago (720h) or a time")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *before == "" {
+		return fmt.Errorf("--before is required (e.g. --before 720h deletes what is older than 30 days)")
+	}
+	now := time.Now()
+	f, err := l.filter(now)
+	if err != nil {
+		return err
+	}
+	if f.Before, err = parseWhen(*before, now); err != nil {
+		return fmt.Errorf("--before: %w", err)
+	}
+	pool, err := db.Connect(ctx, l.url, 1)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	n, err := deadletter.Purge(ctx, pool, f)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("purged %d dead letters stored before %s\n", n, f.Before.UTC().Format(time.RFC3339))
+	return nil
+}

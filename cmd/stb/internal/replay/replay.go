@@ -1,0 +1,369 @@
+// Package replay re-drives stored dead letters (`stb deadletters replay`):
+// each letter's event is decoded again and written through the same
+// version fence and handlers as the bridge's, so that a replay can never
+// take the database backwards. The event comes from Kafka, at the letter's
+// origin, while the topic still holds it (the exact bytes, whatever their
+// size); else from the copy stored with a read-side letter, when that copy
+// is whole.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// Config is what a replay takes. Start from DefaultConfig.
+type Config struct {
+	// Filter selects the letters; replay never takes one a replay already
+	// applied or found stale.
+	Filter deadletter.Filter
+	// KafkaBrokers, when not empty, is where the events are fetched from
+	// first; KafkaProperties are extra librdkafka properties (security).
+	KafkaBrokers    string
+	KafkaProperties map[string]string
+	// FetchTimeout bounds the wait for one event from Kafka.
+	FetchTimeout time.Duration
+	// The decoding rules, as the bridge's flags of the same names: raise
+	// MaxBundleBytes to replay too_large letters.
+	TypePrefix     string
+	VerifySource   bool
+	MaxBundleBytes int
+	Profiles       []string
+	// DryRun decodes and applies each letter in a transaction that is
+	// rolled back, and marks nothing.
+	DryRun bool
+}
+
+// DefaultConfig returns the bridge's decoding rules and a 10 s fetch.
+func DefaultConfig() Config {
+	b := bridge.DefaultConfig()
+	return Config{
+		FetchTimeout: 10 * time.Second, TypePrefix: b.TypePrefix, VerifySource: b.VerifySource,
+		MaxBundleBytes: int(b.MaxBundleBytes), Profiles: b.Profiles, KafkaProperties: map[string]string{},
+	}
+}
+
+// Result is what happened to one letter.
+type Result struct {
+	Row deadletter.Row
+	// Outcome is deadletter.ReplayApplied, ReplayStale or ReplayFailed,
+	// or Skipped when the event could not be had.
+	Outcome string
+	// Reason and Err say why a replay failed or was skipped.
+	Reason deadletter.Reason
+	Err    error
+	// From says where the event came from: "kafka" or "stored".
+	From string
+}
+
+// Skipped is the outcome of a letter whose event is neither in Kafka any
+// more nor stored whole; the letter is left as it was.
+const Skipped = "skipped"
+
+// Run replays the letters cfg selects, oldest first, calling each with
+// every result. It stops at the first error that is not the letter's
+// fault (the database or Kafka unreachable): the letters before it keep
+// their marks, and running it again goes on where it stopped.
+func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger, each func(Result)) error {
+	bcfg := bridge.DefaultConfig()
+	bcfg.Profiles = cfg.Profiles
+	reg, gh, err := registry(bcfg)
+	if err != nil {
+		return err
+	}
+	rules := transport.Rules{TypePrefix: cfg.TypePrefix, VerifySource: cfg.VerifySource,
+		MaxBundleBytes: max(cfg.MaxBundleBytes, transport.MinMaxBundleBytes), Decoder: bridge.Decoder(reg)}
+	f := cfg.Filter
+	f.NotApplied = true
+	rows, err := deadletter.List(ctx, pool, f)
+	if err != nil {
+		return err
+	}
+	if gh != nil {
+		versions, err := db.LoadVersions(ctx, pool)
+		if err != nil {
+			return err
+		}
+		for _, v := range versions {
+			gh.Restore(v.Hub, v.Type, v.Version)
+		}
+	}
+	var fetch *fetcher
+	if cfg.KafkaBrokers != "" && len(rows) > 0 {
+		if fetch, err = newFetcher(cfg.KafkaBrokers, cfg.KafkaProperties, cfg.FetchTimeout); err != nil {
+			return err
+		}
+		defer fetch.close()
+	}
+	for _, row := range rows {
+		res, err := replayOne(ctx, pool, reg, gh, rules, fetch, row, cfg.DryRun)
+		if err != nil {
+			return fmt.Errorf("dead letter %d: %w", row.ID, err)
+		}
+		if !cfg.DryRun && res.Outcome == deadletter.ReplayFailed {
+			if err := deadletter.MarkReplayed(ctx, pool, row.ID, res.Outcome, res.Reason, res.Err); err != nil {
+				return err
+			}
+		}
+		logger.Debug("replayed", zap.Int64("id", row.ID), zap.String("outcome", res.Outcome))
+		each(res)
+	}
+	return nil
+}
+
+// registry returns the bundle types of the profiles cfg turns on, and the
+// global-hub profile's state when it is on.
+func registry(cfg bridge.Config) (*dbsyncers.Registry, *transport.GlobalHub, error) {
+	stb, globalHub := false, false
+	for _, p := range cfg.Profiles {
+		switch p {
+		case bridge.ProfileSTB:
+			stb = true
+		case bridge.ProfileGlobalHub:
+			globalHub = true
+		default:
+			return nil, nil, fmt.Errorf("--profiles: unknown profile %q", p)
+		}
+	}
+	reg, err := dbsyncers.ForProfiles(stb, globalHub)
+	if err != nil {
+		return nil, nil, err
+	}
+	var gh *transport.GlobalHub
+	if globalHub {
+		gh = transport.NewGlobalHub()
+	}
+	return reg, gh, nil
+}
+
+// replayOne replays one letter. Its error is for failures that are not
+// the letter's: the letter's own outcome is in the Result.
+func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry, gh *transport.GlobalHub,
+	rules transport.Rules, fetch *fetcher, row deadletter.Row, dryRun bool) (Result, error) {
+	res := Result{Row: row}
+	msg, from, err := event(fetch, row)
+	if err != nil {
+		return res, err
+	}
+	if msg == nil {
+		res.Outcome, res.Reason = Skipped, row.Reason
+		res.Err = errors.New("the event is no longer in Kafka, and the stored copy is not the whole event")
+		return res, nil
+	}
+	res.From = from
+	var b *bundle.Bundle
+	var rej *transport.Reject
+	if gh != nil {
+		b, rej = gh.Decode(msg, rules, time.Now())
+	} else {
+		b, rej = transport.Decode(msg, rules, time.Now())
+	}
+	if rej != nil {
+		res.Outcome, res.Reason, res.Err = deadletter.ReplayFailed, rej.Reason, rej.Err
+		return res, nil
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return res, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if reason, err := dependencyMet(ctx, tx, reg, b); err != nil {
+		return res, err
+	} else if reason != "" {
+		res.Outcome, res.Reason = deadletter.ReplayFailed, reason
+		res.Err = fmt.Errorf("%s %s of hub %q depends on %s %s, which the database does not hold", b.Type, b.Version, b.Hub, dependsOn(reg, b.Type), b.Dependency)
+		return res, nil
+	}
+	applied, err := reg.Apply(ctx, tx, []*bundle.Bundle{b})
+	if err != nil {
+		if dispatcher.Classify(err) != conflation.Permanent {
+			return res, err
+		}
+		res.Outcome, res.Reason, res.Err = deadletter.ReplayFailed, dispatcher.Reason(err), err
+		return res, nil
+	}
+	res.Outcome = deadletter.ReplayStale
+	if applied {
+		res.Outcome = deadletter.ReplayApplied
+	}
+	if dryRun {
+		return res, nil // rolled back by the deferred Rollback
+	}
+	if err := deadletter.MarkReplayed(ctx, tx, row.ID, res.Outcome, "", nil); err != nil {
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	return res, nil
+}
+
+func dependsOn(reg *dbsyncers.Registry, typ string) string {
+	if s, ok := reg.Lookup(typ); ok {
+		return s.DependsOn
+	}
+	return ""
+}
+
+// dependencyMet checks what the conflation unit checks before a bundle
+// may be written: its base, as the database holds it. It returns the
+// reason the bundle cannot be written, or "".
+func dependencyMet(ctx context.Context, tx pgx.Tx, reg *dbsyncers.Registry, b *bundle.Bundle) (deadletter.Reason, error) {
+	s, ok := reg.Lookup(b.Type)
+	if !ok || s.DependsOn == "" || s.Rule == bundle.NoDependency {
+		return "", nil
+	}
+	var inc, gen string
+	err := tx.QueryRow(ctx, `SELECT incarnation::text, generation::text FROM status.bundle_versions WHERE hub = $1 AND bundle_type = $2`,
+		b.Hub, s.DependsOn).Scan(&inc, &gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return deadletter.DependencyTimeout, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the version of %s: %w", s.DependsOn, err)
+	}
+	held, err := bundle.ParseVersion(inc + "." + gen)
+	if err != nil {
+		return "", err
+	}
+	switch s.Rule {
+	case bundle.Exactly:
+		switch c := held.Compare(b.Dependency); {
+		case c > 0:
+			return deadletter.StaleBase, nil
+		case c < 0:
+			return deadletter.DependencyTimeout, nil
+		}
+	case bundle.AtLeast:
+		if held.Compare(b.Dependency) < 0 {
+			return deadletter.DependencyTimeout, nil
+		}
+	}
+	return "", nil
+}
+
+// event returns the letter's event: from Kafka when it is still there,
+// else the stored copy when it is the whole event, else nil.
+func event(fetch *fetcher, row deadletter.Row) (*kafka.Message, string, error) {
+	if fetch != nil && row.Origin.Topic != "" && row.Origin.Partition >= 0 && row.Origin.Offset >= 0 {
+		msg, err := fetch.at(row.Origin)
+		if err != nil {
+			return nil, "", err
+		}
+		if msg != nil {
+			return msg, "kafka", nil
+		}
+	}
+	if msg := stored(row); msg != nil {
+		return msg, "stored", nil
+	}
+	return nil, "", nil
+}
+
+// stored rebuilds a read-side letter's message from its stored headers,
+// key and data. Letters written after decoding hold the payload, not the
+// event, and a copy cut at MaxDataBytes is not the event either.
+func stored(row deadletter.Row) *kafka.Message {
+	if _, raw := row.Headers["ce_specversion"]; !raw && !strings.HasPrefix(row.Headers["content-type"], "application/cloudevents") {
+		return nil
+	}
+	if len(row.Data) >= deadletter.MaxDataBytes || row.Origin.Topic == "" {
+		return nil
+	}
+	topic := row.Origin.Topic
+	msg := &kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: row.Origin.Partition, Offset: kafka.Offset(max(row.Origin.Offset, 0))},
+		Value:          row.Data,
+	}
+	for k, v := range row.Headers {
+		if k == deadletter.KeyHeader {
+			msg.Key = []byte(v)
+			continue
+		}
+		msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	return msg
+}
+
+// fetcher reads single messages by offset.
+type fetcher struct {
+	c       *kafka.Consumer
+	timeout time.Duration
+}
+
+func newFetcher(brokers string, props map[string]string, timeout time.Duration) (*fetcher, error) {
+	cm := &kafka.ConfigMap{
+		"bootstrap.servers":    brokers,
+		"group.id":             "stb-deadletters-replay-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"enable.auto.commit":   false,
+		"enable.partition.eof": true,
+		// An offset the topic no longer holds is an error, not a jump.
+		"auto.offset.reset": "error",
+		// Warnings and above: the client's informational lines would mix
+		// with the command's output.
+		"log_level": 4,
+	}
+	for k, v := range props {
+		if err := cm.SetKey(k, v); err != nil {
+			return nil, fmt.Errorf("kafka property %s: %w", k, err)
+		}
+	}
+	c, err := kafka.NewConsumer(cm)
+	if err != nil {
+		return nil, fmt.Errorf("create kafka consumer: %w", transport.RedactError(err, props))
+	}
+	return &fetcher{c: c, timeout: timeout}, nil
+}
+
+// at returns the message at o, or nil when the partition no longer holds
+// it (deleted by retention or compaction).
+func (f *fetcher) at(o bundle.Origin) (*kafka.Message, error) {
+	topic := o.Topic
+	if err := f.c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: o.Partition, Offset: kafka.Offset(o.Offset)}}); err != nil {
+		return nil, fmt.Errorf("assign %s/%d: %w", o.Topic, o.Partition, err)
+	}
+	defer func() { _ = f.c.Unassign() }()
+	deadline := time.Now().Add(f.timeout)
+	for time.Now().Before(deadline) {
+		switch ev := f.c.Poll(100).(type) {
+		case *kafka.Message:
+			if ev.TopicPartition.Error != nil {
+				return nil, nil
+			}
+			if int64(ev.TopicPartition.Offset) == o.Offset {
+				return ev, nil
+			}
+			return nil, nil // compacted away: the next one came
+		case kafka.PartitionEOF:
+			return nil, nil
+		case kafka.Error:
+			if ev.Code() == kafka.ErrAutoOffsetReset || ev.Code() == kafka.ErrOffsetOutOfRange {
+				return nil, nil
+			}
+			if ev.IsFatal() {
+				return nil, fmt.Errorf("kafka: %w", ev)
+			}
+		}
+	}
+	return nil, fmt.Errorf("no answer from Kafka for %s/%d@%d within %s", o.Topic, o.Partition, o.Offset, f.timeout)
+}
+
+func (f *fetcher) close() { _ = f.c.Close() }

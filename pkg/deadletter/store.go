@@ -1,0 +1,172 @@
+package deadletter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// Row is one stored dead letter, as `stb deadletters` shows and replays it.
+type Row struct {
+	ID                 int64
+	Hub, Type, Version string
+	Origin             bundle.Origin
+	Reason             Reason
+	Error              string
+	// Headers are the message's headers (ce_* attributes and others); Data
+	// its value, the first MaxDataBytes of it. A letter written after
+	// decoding holds the decoded payload instead, and only ce_source and
+	// ce_extversion.
+	Headers   map[string]string
+	Data      []byte
+	CreatedAt time.Time
+	// ReplayedAt is when the last replay ran (zero if never);
+	// ReplayOutcome how it ended: applied, stale or failed.
+	ReplayedAt    time.Time
+	ReplayOutcome string
+}
+
+// Outcomes of a replay (status.dead_letters.replay_outcome).
+const (
+	// ReplayApplied: the bundle went through the version fence and was
+	// written.
+	ReplayApplied = "applied"
+	// ReplayStale: the database already held the bundle's version or a
+	// newer one; nothing was written.
+	ReplayStale = "stale"
+	// ReplayFailed: rejected or refused again; the row's reason and error
+	// are the new ones.
+	ReplayFailed = "failed"
+)
+
+// Filter selects dead letters. Zero fields select everything.
+type Filter struct {
+	Reason Reason
+	Hub    string
+	// Since keeps letters stored at or after it; Before those stored
+	// before it.
+	Since, Before time.Time
+	// NotApplied leaves out letters a replay already wrote or found stale.
+	NotApplied bool
+	// IDs, when not empty, selects these rows only.
+	IDs []int64
+	// Limit caps the number of rows; 0 is no cap.
+	Limit int
+}
+
+// where returns the filter's SQL condition and its arguments.
+func (f Filter) where() (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Reason != "" {
+		add("reason = $%d", string(f.Reason))
+	}
+	if f.Hub != "" {
+		add("hub = $%d", f.Hub)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= $%d", f.Since)
+	}
+	if !f.Before.IsZero() {
+		add("created_at < $%d", f.Before)
+	}
+	if len(f.IDs) > 0 {
+		add("id = ANY($%d)", f.IDs)
+	}
+	if f.NotApplied {
+		conds = append(conds, "replay_outcome NOT IN ('applied', 'stale')")
+	}
+	if len(conds) == 0 {
+		return "true", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// Querier runs queries: *pgxpool.Pool, *pgx.Conn and pgx.Tx have it.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// List returns the dead letters f selects, oldest first.
+func List(ctx context.Context, db Querier, f Filter) ([]Row, error) {
+	where, args := f.where()
+	q := `SELECT id, hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, coalesce(data, ''::bytea),
+	created_at, coalesce(replayed_at, 'epoch'::timestamptz), replay_outcome
+FROM status.dead_letters WHERE ` + where + ` ORDER BY created_at, id`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	var out []Row
+	var r Row
+	var reason string
+	var headers []byte
+	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Hub, &r.Type, &r.Version, &r.Origin.Topic, &r.Origin.Partition, &r.Origin.Offset,
+		&reason, &r.Error, &headers, &r.Data, &r.CreatedAt, &r.ReplayedAt, &r.ReplayOutcome}, func() error {
+		row := r
+		row.Reason = Reason(reason)
+		if err := json.Unmarshal(headers, &row.Headers); err != nil {
+			return fmt.Errorf("dead letter %d: headers: %w", row.ID, err)
+		}
+		if row.ReplayedAt.Equal(time.Unix(0, 0)) {
+			row.ReplayedAt = time.Time{}
+		}
+		row.Data = append([]byte(nil), r.Data...)
+		out = append(out, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// Purge deletes the dead letters f selects and returns how many. Without
+// Before it refuses: a purge of everything is not what an operator means
+// by a filter left out.
+func Purge(ctx context.Context, db Querier, f Filter) (int64, error) {
+	if f.Before.IsZero() {
+		return 0, fmt.Errorf("purge dead letters: a time before which to purge is required")
+	}
+	where, args := f.where()
+	tag, err := db.Exec(ctx, `DELETE FROM status.dead_letters WHERE `+where, args...)
+	if err != nil {
+		return 0, fmt.Errorf("purge dead letters: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// MarkReplayed records the outcome of a replay of row id. A failed replay
+// also replaces the row's reason and error with the new ones.
+func MarkReplayed(ctx context.Context, db Querier, id int64, outcome string, reason Reason, cause error) error {
+	var err error
+	if outcome == ReplayFailed {
+		msg := ""
+		if cause != nil {
+			msg = capText(clean(cause.Error()), maxHeaderBytes)
+		}
+		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2, reason = $3, error = $4 WHERE id = $1`,
+			id, outcome, string(reason), msg)
+	} else {
+		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2 WHERE id = $1`, id, outcome)
+	}
+	if err != nil {
+		return fmt.Errorf("mark dead letter %d replayed: %w", id, err)
+	}
+	return nil
+}
