@@ -38,7 +38,7 @@ STATICCHECK         := ./$(STATICCHECK_DIR)/staticcheck
 FIND_GO_FILES := find . \( -path ./.git -o -path ./bin -o -path ./vendor -o -name testdata \) -prune \
 	-o -name '*.go' -type f -print0
 
-.PHONY: help build fmt fmt-fix vet lint staticcheck tools postgres test fuzz-short bench demo clean
+.PHONY: help build fmt fmt-fix vet lint staticcheck tools postgres chromium test fuzz-short bench demo clean
 
 ## help: list the targets (the default)
 help:
@@ -87,8 +87,12 @@ $(STATICCHECK):
 postgres:
 	./scripts/ensure-postgres.sh
 
-## test: all tests with -race against a real PostgreSQL (never skipped); TESTFLAGS adds flags
-test: postgres
+## chromium: make sure a headless Chromium is there for the console's browser test (installs it)
+chromium:
+	./scripts/ensure-chromium.sh
+
+## test: all tests with -race against a real PostgreSQL and a real Chromium (never skipped); TESTFLAGS adds flags
+test: postgres chromium
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(TEST_FUZZTIME)
 

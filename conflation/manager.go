@@ -249,6 +249,24 @@ func (m *Manager) Len() int {
 	return len(m.units)
 }
 
+// Range calls f for every unit, in no order, until f returns false. The
+// units are listed under the manager's read lock and f is called after
+// it is released, so that f may take a unit's lock without holding up
+// the insertion of a new hub.
+func (m *Manager) Range(f func(*Unit) bool) {
+	m.mu.RLock()
+	us := make([]*Unit, 0, len(m.units))
+	for _, u := range m.units {
+		us = append(us, u)
+	}
+	m.mu.RUnlock()
+	for _, u := range us {
+		if !f(u) {
+			return
+		}
+	}
+}
+
 // Units returns all units sorted by hub.
 func (m *Manager) Units() []*Unit {
 	m.mu.RLock()

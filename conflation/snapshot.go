@@ -66,3 +66,41 @@ func (u *Unit) waitingLocked(i int, now time.Time) string {
 	}
 	return "ready"
 }
+
+// UnitBrief is what the console counts of a unit: cheaper than a
+// Snapshot (no strings), for a pass over every unit.
+type UnitBrief struct {
+	// Held is the number of types with unwritten bundles; InFlight the
+	// number being written.
+	Held, InFlight int
+	// Retries is the most failed attempts of any type.
+	Retries int
+	// WaitingDependency says a type's held work waits for its dependency.
+	WaitingDependency bool
+	// Oldest is how long the oldest held bundle has waited.
+	Oldest time.Duration
+}
+
+// Brief returns the unit's brief.
+func (u *Unit) Brief() UnitBrief {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var b UnitBrief
+	now := u.m.cfg.Now()
+	for i := range u.slots {
+		s := &u.slots[i]
+		if s.inflight != nil {
+			b.InFlight++
+		}
+		b.Retries = max(b.Retries, s.attempts)
+		if len(s.pending) == 0 {
+			continue
+		}
+		b.Held++
+		b.Oldest = max(b.Oldest, now.Sub(s.waitingSince))
+		if s.inflight == nil && !u.depSatisfiedLocked(i) {
+			b.WaitingDependency = true
+		}
+	}
+	return b
+}

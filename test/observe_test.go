@@ -87,9 +87,10 @@ func TestMetricsAndDebugUnitsDuringRun(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("/debug/units lacks types %v", want)
 	}
-	status, page, err := b.get("/")
-	if err != nil || status != 200 || !strings.Contains(page, "hub-001") {
-		t.Errorf("status page: %d %v, mentions hub-001: %v", status, err, strings.Contains(page, "hub-001"))
+	// The console finds the hub by name.
+	status, page, err := b.get("/?q=hub-001")
+	if err != nil || status != 200 || !strings.Contains(page, `href="/hub?name=hub-001"`) {
+		t.Errorf("console search: %d %v, links hub-001: %v", status, err, strings.Contains(page, `href="/hub?name=hub-001"`))
 	}
 	b.stop(30 * time.Second)
 }

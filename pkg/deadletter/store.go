@@ -59,6 +59,8 @@ type Filter struct {
 	IDs []int64
 	// Limit caps the number of rows; 0 is no cap.
 	Limit int
+	// Newest lists the newest first (and Limit keeps the newest).
+	Newest bool
 }
 
 // where returns the filter's SQL condition and its arguments.
@@ -105,6 +107,9 @@ func List(ctx context.Context, db Querier, f Filter) ([]Row, error) {
 	q := `SELECT id, hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, coalesce(data, ''::bytea),
 	created_at, coalesce(replayed_at, 'epoch'::timestamptz), replay_outcome
 FROM status.dead_letters WHERE ` + where + ` ORDER BY created_at, id`
+	if f.Newest {
+		q = strings.Replace(q, "ORDER BY created_at, id", "ORDER BY created_at DESC, id DESC", 1)
+	}
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -132,6 +137,34 @@ FROM status.dead_letters WHERE ` + where + ` ORDER BY created_at, id`
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// ReasonCount is how many dead letters a reason has.
+type ReasonCount struct {
+	Reason          Reason
+	Count, LastHour int64
+	Newest          time.Time
+}
+
+// CountByReason counts the dead letters per reason, most first.
+func CountByReason(ctx context.Context, db Querier) ([]ReasonCount, error) {
+	rows, err := db.Query(ctx, `SELECT reason, count(*), count(*) FILTER (WHERE created_at > now() - interval '1 hour'), max(created_at)
+FROM status.dead_letters GROUP BY reason ORDER BY count(*) DESC, reason`)
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	var out []ReasonCount
+	var c ReasonCount
+	var reason string
+	_, err = pgx.ForEachRow(rows, []any{&reason, &c.Count, &c.LastHour, &c.Newest}, func() error {
+		c.Reason = Reason(reason)
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
 	}
 	return out, nil
 }

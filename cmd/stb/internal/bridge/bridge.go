@@ -61,6 +61,9 @@ type Bridge struct {
 	// globalHub is the global-hub profile's state; nil without it.
 	globalHub *transport.GlobalHub
 
+	// overview caches the console's pass over every unit.
+	overview overviewCache
+
 	closeOnce sync.Once
 }
 

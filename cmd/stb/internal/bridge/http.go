@@ -2,13 +2,14 @@ package bridge
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stbridge/stb/conflation"
 )
 
 // publicRoutes are what Kubernetes and Prometheus need, and nothing that
@@ -38,13 +39,8 @@ func (b *Bridge) publicRoutes() http.Handler {
 // the admin listener only, loopback by default.
 func (b *Bridge) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /debug/units", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(b.Units(r.URL.Query().Get("hub")))
-	})
-	mux.HandleFunc("GET /{$}", b.statusPage)
+	mux.HandleFunc("GET /debug/units", b.unitsPage)
+	b.consoleRoutes(mux)
 	// Profiles for performance work: go tool pprof http://HOST/debug/pprof/profile
 	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/pprof/cmdline" {
@@ -79,29 +75,39 @@ func requireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
-var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>STB status</title>
-<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}.bad{color:#b00}</style>
-</head><body>
-<h1>STB — status transport bridge</h1>
-{{if .Problems}}<p class="bad">Not ready:</p><ul>{{range .Problems}}<li class="bad">{{.}}</li>{{end}}</ul>{{else}}<p>Ready.</p>{{end}}
-<p>Hubs: {{len .Units}} · ready queue: {{.Stats.ReadyUnits}} · busy workers: {{.Stats.BusyWorkers}} · buffered bytes: {{.Stats.HeldBytes}}</p>
-<h2>Partitions</h2>
-<table><tr><th>topic</th><th>partition</th><th>committed</th><th>position</th><th>outstanding</th></tr>
-{{range .Stats.Partitions}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{.Position}}</td><td>{{.Outstanding}}</td></tr>{{end}}
-</table>
-<h2>Hubs</h2>
-<table><tr><th>hub</th><th>type</th><th>processed</th><th>held</th><th>in flight</th><th>waiting</th><th>retries</th><th>age (s)</th></tr>
-{{range .Units}}{{$hub := .Hub}}{{range .Types}}<tr><td>{{$hub}}</td><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{printf "%.1f" .AgeSec}}</td></tr>{{end}}{{end}}
-</table>
-<p><a href="/debug/units">/debug/units</a> · <a href="/debug/pprof/">/debug/pprof/</a> (metrics and probes are on the public listener)</p>
-</body></html>`))
-
-func (b *Bridge) statusPage(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = statusTmpl.Execute(w, map[string]any{
-		"Problems": b.Problems(r.Context()),
-		"Units":    b.Units(""),
-		"Stats":    b.Stats(),
+// unitsPage serves /debug/units: ?hub=NAME for one hub, else a page of
+// the units in hub order: ?after=NAME starts after that hub, ?limit= (1000
+// by default, at most 10000) caps it. X-Total-Count says how many units
+// there are, X-Next-After what to pass as after for the next page.
+func (b *Bridge) unitsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if hub := q.Get("hub"); hub != "" {
+		writeJSON(w, b.Units(hub))
+		return
+	}
+	after := q.Get("after")
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 1000
+	}
+	limit = min(limit, 10000)
+	total := 0
+	page := topK[*conflation.Unit]{k: limit, cmp: func(a, b *conflation.Unit) int { return strings.Compare(a.Hub, b.Hub) }}
+	b.manager.Range(func(u *conflation.Unit) bool {
+		total++
+		if u.Hub > after {
+			page.add(u)
+		}
+		return true
 	})
+	units := page.sorted()
+	out := make([]conflation.UnitState, len(units))
+	for i, u := range units {
+		out[i] = u.Snapshot()
+	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
+	if len(units) == limit {
+		w.Header().Set("X-Next-After", units[len(units)-1].Hub)
+	}
+	writeJSON(w, out)
 }

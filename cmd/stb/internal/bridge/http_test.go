@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
@@ -75,27 +77,38 @@ func TestAdminToken(t *testing.T) {
 	}
 }
 
-// Hub, type and version texts come from the network: a hub named
-// <script> must render as text.
-func TestStatusPageEscapesNames(t *testing.T) {
+// Hub, type, version, error and data texts come from the network: a hub
+// named <script> must render as text on every console page.
+func TestConsoleEscapesNames(t *testing.T) {
 	hostile := `<script>alert("hub")</script>`
-	var buf bytes.Buffer
-	err := statusTmpl.Execute(&buf, map[string]any{
-		"Problems": []string{`<img src=x onerror=alert(1)>`},
-		"Units":    []conflation.UnitState{{Hub: hostile, Types: []conflation.TypeState{{Type: `<b>t</b>`}}}},
-		"Stats":    Stats{},
-	})
-	if err != nil {
-		t.Fatal(err)
+	img := `<img src=x onerror=alert(1)>`
+	letter := deadletter.Row{ID: 1, Hub: hostile, Type: img, Version: hostile, Reason: deadletter.Reason(hostile),
+		Error: img, Headers: map[string]string{"ce_source": hostile}, Data: []byte(img)}
+	pages := map[string]struct {
+		t    *template.Template
+		data any
+	}{
+		"overview": {overviewTmpl, map[string]any{"Q": hostile, "Found": []string{hostile},
+			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile}}, Partitions: []PartitionStats{{Topic: img}}}}},
+		"hub": {hubTmpl, map[string]any{"Q": "", "Hub": hostile, "Letters": []deadletter.Row{letter},
+			"Unit": conflation.UnitState{Hub: hostile, Types: []conflation.TypeState{{Type: img, Waiting: hostile}}}}},
+		"dead letters": {deadLettersTmpl, map[string]any{"Q": "", "Reason": hostile, "Letters": []deadletter.Row{letter},
+			"Groups": []deadletter.ReasonCount{{Reason: deadletter.Reason(hostile), Count: 1}}}},
 	}
-	page := buf.String()
-	for _, raw := range []string{"<script>", "<img", "<b>t</b>"} {
-		if strings.Contains(page, raw) {
-			t.Errorf("page holds %q unescaped", raw)
+	for name, p := range pages {
+		var buf bytes.Buffer
+		if err := p.t.Execute(&buf, p.data); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-	}
-	if !strings.Contains(page, "&lt;script&gt;") {
-		t.Error("the hub's name is not on the page as text")
+		page := buf.String()
+		for _, raw := range []string{hostile, img, "<img"} {
+			if strings.Contains(page, raw) {
+				t.Errorf("%s page holds %q unescaped", name, raw)
+			}
+		}
+		if !strings.Contains(page, "&lt;script&gt;alert") {
+			t.Errorf("%s page does not show the hub's name as text", name)
+		}
 	}
 }
 

@@ -1,0 +1,395 @@
+package bridge
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/pkg/deadletter"
+)
+
+// The operator's console, on the admin listener. It opens on what needs
+// attention, never on everything: counts, the hubs with problems first
+// (at most consoleRows), search by name, a page per hub, and the dead
+// letters grouped by reason. Every page is bounded whatever the number of
+// hubs; names from the network are escaped by html/template; nothing is
+// loaded from outside the binary.
+
+// consoleRows caps every list the console shows.
+const consoleRows = 100
+
+// Overview is what the console's first page and /api/overview show.
+type Overview struct {
+	Hubs int `json:"hubs"`
+	// Held counts hubs with unwritten bundles, Retrying those whose writes
+	// failed and are retried, WaitingDependency those waiting for a bundle
+	// they depend on.
+	Held              int `json:"held"`
+	Retrying          int `json:"retrying"`
+	WaitingDependency int `json:"waitingDependency"`
+	// OldestUnwrittenSec is how long the oldest unwritten bundle waits.
+	OldestUnwrittenSec float64 `json:"oldestUnwrittenSeconds"`
+	// DeadLettersLastHour is -1 when the database did not answer.
+	DeadLettersLastHour int64            `json:"deadLettersLastHour"`
+	Partitions          []PartitionStats `json:"partitions"`
+	// Problems are the hubs that need attention, worst first.
+	Problems []HubProblem `json:"problems"`
+	Ready    bool         `json:"ready"`
+	NotReady []string     `json:"notReady"`
+	// AsOfSec is the age of the counts over the units.
+	AsOfSec float64 `json:"asOfSeconds"`
+}
+
+// HubProblem is one hub on the console's list of problems.
+type HubProblem struct {
+	Hub               string  `json:"hub"`
+	Retries           int     `json:"retries"`
+	WaitingDependency bool    `json:"waitingDependency"`
+	OldestSec         float64 `json:"oldestSeconds"`
+	Held              int     `json:"held"`
+}
+
+// worse orders problems: retried writes first, then dependencies, then age.
+func worse(a, b HubProblem) int {
+	return cmp.Or(cmp.Compare(b.Retries, a.Retries), cmpBool(b.WaitingDependency, a.WaitingDependency),
+		cmp.Compare(b.OldestSec, a.OldestSec), strings.Compare(a.Hub, b.Hub))
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// problemAge is how long held work may wait before its hub is listed.
+const problemAge = 30 * time.Second
+
+// Overview counts every unit once, cheaply (conflation.Unit.Brief), and
+// keeps the consoleRows worst hubs; it adds the partitions, the dead
+// letters of the last hour and the readiness.
+func (b *Bridge) Overview(ctx context.Context) Overview {
+	o := b.overview.get(b.unitOverview)
+	o.Partitions = b.Stats().Partitions
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if b.controlPool != nil {
+		_ = b.controlPool.QueryRow(qctx, `SELECT count(*) FROM status.dead_letters WHERE created_at > now() - interval '1 hour'`).Scan(&o.DeadLettersLastHour)
+	}
+	o.NotReady = b.Problems(ctx)
+	o.Ready = len(o.NotReady) == 0
+	return o
+}
+
+// unitOverview is the part of Overview that grows with the hubs.
+func (b *Bridge) unitOverview() Overview {
+	o := Overview{DeadLettersLastHour: -1}
+	worst := topK[HubProblem]{k: consoleRows, cmp: worse}
+	b.manager.Range(func(u *conflation.Unit) bool {
+		o.Hubs++
+		br := u.Brief()
+		if br.Held > 0 {
+			o.Held++
+		}
+		if br.Retries > 0 {
+			o.Retrying++
+		}
+		if br.WaitingDependency {
+			o.WaitingDependency++
+		}
+		o.OldestUnwrittenSec = max(o.OldestUnwrittenSec, br.Oldest.Seconds())
+		if br.Retries > 0 || br.WaitingDependency || br.Oldest >= problemAge {
+			worst.add(HubProblem{Hub: u.Hub, Retries: br.Retries, WaitingDependency: br.WaitingDependency,
+				OldestSec: br.Oldest.Seconds(), Held: br.Held})
+		}
+		return true
+	})
+	o.Problems = worst.sorted()
+	if o.Problems == nil {
+		o.Problems = []HubProblem{}
+	}
+	return o
+}
+
+// overviewMaxAge is how old the counts over every unit may be: a pass
+// over 200,000 units takes longer than a page may (BENCHMARKS.md), so the
+// console serves the last pass and starts the next one in the background
+// when it is older than this.
+const overviewMaxAge = 2 * time.Second
+
+// overviewCache holds the last pass over the units (stale while the next
+// one runs).
+type overviewCache struct {
+	mu         sync.Mutex
+	at         time.Time
+	o          Overview
+	refreshing bool
+}
+
+// get returns the last pass, computing it on the first call, and starts a
+// new one in the background when it is older than overviewMaxAge.
+func (c *overviewCache) get(compute func() Overview) Overview {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() {
+		c.o, c.at = compute(), time.Now()
+		return c.o
+	}
+	if time.Since(c.at) > overviewMaxAge && !c.refreshing {
+		c.refreshing = true
+		go func() {
+			o := compute()
+			c.mu.Lock()
+			c.o, c.at, c.refreshing = o, time.Now(), false
+			c.mu.Unlock()
+		}()
+	}
+	o := c.o
+	o.Problems = slices.Clone(o.Problems)
+	o.AsOfSec = time.Since(c.at).Seconds()
+	return o
+}
+
+// topK keeps the k first items in cmp's order of all it is given, in
+// O(n log k): a heap whose root is the last kept.
+type topK[T any] struct {
+	k    int
+	cmp  func(a, b T) int
+	heap []T
+}
+
+func (t *topK[T]) add(v T) {
+	if len(t.heap) < t.k {
+		t.heap = append(t.heap, v)
+		for i := len(t.heap) - 1; i > 0; {
+			p := (i - 1) / 2
+			if t.cmp(t.heap[i], t.heap[p]) <= 0 {
+				break
+			}
+			t.heap[i], t.heap[p] = t.heap[p], t.heap[i]
+			i = p
+		}
+		return
+	}
+	if t.k == 0 || t.cmp(v, t.heap[0]) >= 0 {
+		return
+	}
+	t.heap[0] = v
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.heap) && t.cmp(t.heap[l], t.heap[m]) > 0 {
+			m = l
+		}
+		if r < len(t.heap) && t.cmp(t.heap[r], t.heap[m]) > 0 {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		t.heap[i], t.heap[m] = t.heap[m], t.heap[i]
+		i = m
+	}
+}
+
+// sorted returns what was kept, in cmp's order.
+func (t *topK[T]) sorted() []T {
+	out := slices.Clone(t.heap)
+	slices.SortFunc(out, t.cmp)
+	return out
+}
+
+// searchHubs returns the names of at most consoleRows hubs containing q,
+// sorted, and whether there were more.
+func (b *Bridge) searchHubs(q string) ([]string, bool) {
+	var names []string
+	b.manager.Range(func(u *conflation.Unit) bool {
+		if strings.Contains(u.Hub, q) {
+			names = append(names, u.Hub)
+		}
+		return true
+	})
+	slices.Sort(names)
+	if len(names) > consoleRows {
+		return names[:consoleRows], true
+	}
+	return names, false
+}
+
+func (b *Bridge) consoleRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", b.overviewPage)
+	mux.HandleFunc("GET /api/overview", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, b.Overview(r.Context()))
+	})
+	mux.HandleFunc("GET /hub", b.hubPage)
+	mux.HandleFunc("GET /deadletters", b.deadLettersPage)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (b *Bridge) overviewPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	data := map[string]any{"O": b.Overview(r.Context()), "Q": q}
+	if q != "" {
+		names, more := b.searchHubs(q)
+		data["Found"], data["More"] = names, more
+	}
+	render(w, overviewTmpl, data)
+}
+
+func (b *Bridge) hubPage(w http.ResponseWriter, r *http.Request) {
+	hub := r.URL.Query().Get("name")
+	data := map[string]any{"Hub": hub, "Q": ""}
+	if u, ok := b.manager.Lookup(hub); ok {
+		data["Unit"] = u.Snapshot()
+	}
+	if b.controlPool != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		rows, err := deadletter.List(ctx, b.controlPool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
+		data["Letters"], data["LettersErr"] = rows, err
+	}
+	render(w, hubTmpl, data)
+}
+
+func (b *Bridge) deadLettersPage(w http.ResponseWriter, r *http.Request) {
+	reason := r.URL.Query().Get("reason")
+	data := map[string]any{"Reason": reason, "Q": ""}
+	if b.controlPool != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		groups, err := deadletter.CountByReason(ctx, b.controlPool)
+		data["Groups"], data["Err"] = groups, err
+		if reason != "" && err == nil {
+			rows, err := deadletter.List(ctx, b.controlPool, deadletter.Filter{Reason: deadletter.Reason(reason), Limit: consoleRows, Newest: true})
+			data["Letters"], data["Err"] = rows, err
+		}
+	}
+	render(w, deadLettersTmpl, data)
+}
+
+func render(w http.ResponseWriter, t *template.Template, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'")
+	_ = t.Execute(w, data)
+}
+
+var consoleFuncs = template.FuncMap{
+	"secs": func(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) + "s" },
+	"preview": func(data []byte) string {
+		if len(data) > 4<<10 {
+			return string(data[:4<<10]) + "…"
+		}
+		return string(data)
+	},
+	"headers": func(h map[string]string) string {
+		raw, _ := json.MarshalIndent(h, "", "  ")
+		return string(raw)
+	},
+	"when": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+}
+
+const consoleHead = `<!doctype html>
+<html><head><meta charset="utf-8"><title>STB console</title>
+<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
+.bad{color:#b00}.counts span{display:inline-block;margin-right:1.5em}.counts b{font-size:1.3em}pre{white-space:pre-wrap;max-width:80em;background:#f6f6f6;padding:.5em}</style>
+</head><body>
+<p><a href="/">overview</a> · <a href="/deadletters">dead letters</a> · <a href="/debug/units?limit=100">/debug/units</a>
+<form method="get" action="/" style="display:inline;margin-left:2em"><input name="q" id="q" placeholder="hub name" value="{{.Q}}"> <button>search</button></form></p>`
+
+var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Parse(consoleHead + `
+<h1>STB — status transport bridge</h1>
+{{with .O}}
+<p id="ready" class="{{if not .Ready}}bad{{end}}">{{if .Ready}}Ready.{{else}}Not ready: {{range .NotReady}}{{.}}; {{end}}{{end}}</p>
+<p class="counts">
+<span>hubs <b id="c-hubs">{{.Hubs}}</b></span>
+<span>holding unwritten <b id="c-held">{{.Held}}</b></span>
+<span>retrying <b id="c-retrying">{{.Retrying}}</b></span>
+<span>waiting on a dependency <b id="c-waiting">{{.WaitingDependency}}</b></span>
+<span>dead letters, last hour <b id="c-dead">{{.DeadLettersLastHour}}</b></span>
+<span>oldest unwritten <b id="c-oldest">{{secs .OldestUnwrittenSec}}</b></span>
+<span>counted <b id="c-asof">{{secs .AsOfSec}}</b> ago</span>
+</p>
+{{end}}
+{{if .Q}}<h2>Hubs matching “{{.Q}}”</h2>
+{{if .Found}}<ul id="found">{{range .Found}}<li><a href="/hub?name={{.}}">{{.}}</a></li>{{end}}</ul>{{if .More}}<p>more than these; narrow the search</p>{{end}}
+{{else}}<p id="found">no hub matches</p>{{end}}{{end}}
+{{with .O}}
+<h2>Hubs that need attention</h2>
+<table id="problems"><thead><tr><th>hub</th><th>retries</th><th>waiting on a dependency</th><th>oldest unwritten</th><th>types held</th></tr></thead><tbody>
+{{range .Problems}}<tr><td><a href="/hub?name={{.Hub}}">{{.Hub}}</a></td><td>{{.Retries}}</td><td>{{.WaitingDependency}}</td><td>{{secs .OldestSec}}</td><td>{{.Held}}</td></tr>{{else}}<tr><td colspan="5">none</td></tr>{{end}}
+</tbody></table>
+<h2>Partitions</h2>
+<table><tr><th>topic</th><th>partition</th><th>committed</th><th>position</th><th>outstanding</th></tr>
+{{range .Partitions}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{.Position}}</td><td>{{.Outstanding}}</td></tr>{{end}}
+</table>
+{{end}}
+<script>
+// Refreshes the counts and the list of problems every 5 s, without
+// reloading the page; text goes in as text.
+(function(){
+  function set(id, v){ var e=document.getElementById(id); if(e){ e.textContent=v; } }
+  function refresh(){
+    fetch('/api/overview', {credentials:'same-origin'}).then(function(r){ return r.json(); }).then(function(o){
+      set('c-hubs', o.hubs); set('c-held', o.held); set('c-retrying', o.retrying); set('c-waiting', o.waitingDependency);
+      set('c-dead', o.deadLettersLastHour); set('c-oldest', o.oldestUnwrittenSeconds.toFixed(1)+'s'); set('c-asof', o.asOfSeconds.toFixed(1)+'s');
+      set('ready', o.ready ? 'Ready.' : 'Not ready: ' + o.notReady.join('; '));
+      var body=document.querySelector('#problems tbody'); if(!body){ return; }
+      body.textContent='';
+      if(o.problems.length===0){ var tr=body.insertRow(); var td=tr.insertCell(); td.colSpan=5; td.textContent='none'; }
+      o.problems.forEach(function(p){
+        var tr=body.insertRow(); var a=document.createElement('a');
+        a.href='/hub?name='+encodeURIComponent(p.hub); a.textContent=p.hub; tr.insertCell().appendChild(a);
+        tr.insertCell().textContent=p.retries; tr.insertCell().textContent=p.waitingDependency;
+        tr.insertCell().textContent=p.oldestSeconds.toFixed(1)+'s'; tr.insertCell().textContent=p.held;
+      });
+    }).catch(function(){});
+  }
+  setInterval(refresh, 5000);
+})();
+</script>
+</body></html>`))
+
+var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consoleHead + `
+<h1>Hub <span id="hub-name">{{.Hub}}</span></h1>
+{{with .Unit}}
+<table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th></tr>
+{{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td></tr>{{end}}
+</table>
+{{else}}<p>This bridge holds nothing of this hub (another replica may, or it never sent anything).</p>{{end}}
+<h2>Dead letters of this hub</h2>
+{{if .LettersErr}}<p class="bad">{{.LettersErr}}</p>{{end}}
+<table id="letters"><tr><th>id</th><th>stored</th><th>reason</th><th>type</th><th>version</th><th>replay</th><th>error</th></tr>
+{{range .Letters}}<tr><td>{{.ID}}</td><td>{{when .CreatedAt}}</td><td>{{.Reason}}</td><td>{{.Type}}</td><td>{{.Version}}</td><td>{{.ReplayOutcome}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td colspan="7">none</td></tr>{{end}}
+</table>
+<p>Re-drive them with <code>stb deadletters replay --hub NAME</code> once the cause is fixed.</p>
+</body></html>`))
+
+var deadLettersTmpl = template.Must(template.New("deadletters").Funcs(consoleFuncs).Parse(consoleHead + `
+<h1>Dead letters</h1>
+{{if .Err}}<p class="bad">{{.Err}}</p>{{end}}
+<table id="reasons"><tr><th>reason</th><th>letters</th><th>last hour</th><th>newest</th></tr>
+{{range .Groups}}<tr><td><a href="/deadletters?reason={{.Reason}}">{{.Reason}}</a></td><td>{{.Count}}</td><td>{{.LastHour}}</td><td>{{when .Newest}}</td></tr>{{else}}<tr><td colspan="4">none</td></tr>{{end}}
+</table>
+{{if .Reason}}<h2>Newest {{.Reason}} letters</h2>
+{{range .Letters}}<div class="letter"><h3>#{{.ID}} · <a href="/hub?name={{.Hub}}">{{.Hub}}</a> · {{.Type}} {{.Version}} · {{.Origin.Topic}}/{{.Origin.Partition}}@{{.Origin.Offset}} · {{when .CreatedAt}}{{if .ReplayOutcome}} · replay {{.ReplayOutcome}}{{end}}</h3>
+<p class="bad">{{.Error}}</p>
+<pre>{{headers .Headers}}</pre><pre>{{preview .Data}}</pre></div>{{end}}
+<p>List them with <code>stb deadletters list --reason {{.Reason}}</code>; re-drive them with <code>stb deadletters replay --reason {{.Reason}}</code>.</p>
+{{end}}
+</body></html>`))

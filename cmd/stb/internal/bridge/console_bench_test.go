@@ -1,0 +1,175 @@
+package bridge
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// consoleBridge is a bridge with only a conflation manager of n hubs, each
+// holding an unwritten heartbeat that has waited a minute: every hub is a
+// problem, the console's worst case.
+func consoleBridge(tb testing.TB, n int) *Bridge {
+	tb.Helper()
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano())
+	m, err := conflation.NewManager(conflation.Config{
+		Types: dbsyncers.Default().Types(), Registerer: prometheus.NewRegistry(),
+		Now: func() time.Time { return time.Unix(0, now.Load()) },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range n {
+		m.Insert(&bundle.Bundle{Hub: fmt.Sprintf("hub-%06d", i), Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: uint64(i%7 + 1)}, Size: 2})
+	}
+	now.Add(int64(time.Minute) + int64(time.Duration(n)))
+	return &Bridge{manager: m, registry: prometheus.NewRegistry()}
+}
+
+// The console's pages that grow with the hubs stay bounded: the problems
+// list and a search are capped, /debug/units is a page.
+func TestConsoleBoundedAtManyHubs(t *testing.T) {
+	b := consoleBridge(t, 5000)
+	o := b.unitOverview()
+	if o.Hubs != 5000 || o.Held != 5000 || len(o.Problems) != consoleRows {
+		t.Fatalf("overview: %d hubs, %d held, %d problems", o.Hubs, o.Held, len(o.Problems))
+	}
+	names, more := b.searchHubs("hub-00")
+	if len(names) != consoleRows || !more || names[0] != "hub-000000" {
+		t.Fatalf("search: %d names (more %v), first %q", len(names), more, names[0])
+	}
+	rec := httptest.NewRecorder()
+	b.unitsPage(rec, httptest.NewRequest(http.MethodGet, "/debug/units?after=hub-004989&limit=100", nil))
+	if rec.Header().Get("X-Total-Count") != "5000" || bytes.Count(rec.Body.Bytes(), []byte(`"hub":`)) != 10 ||
+		!bytes.Contains(rec.Body.Bytes(), []byte(`"hub": "hub-004990"`)) {
+		t.Fatalf("/debug/units page: total %s, %d units", rec.Header().Get("X-Total-Count"), bytes.Count(rec.Body.Bytes(), []byte(`"hub":`)))
+	}
+	rec = httptest.NewRecorder()
+	b.unitsPage(rec, httptest.NewRequest(http.MethodGet, "/debug/units?limit=10", nil))
+	if rec.Header().Get("X-Next-After") != "hub-000009" {
+		t.Fatalf("first page of 10: next after %q", rec.Header().Get("X-Next-After"))
+	}
+	// The problems are the worst: every hub waited as long, so by name.
+	if o.Problems[0].Hub != "hub-000000" || o.Problems[consoleRows-1].Hub != "hub-000099" {
+		t.Fatalf("problems from %s to %s", o.Problems[0].Hub, o.Problems[consoleRows-1].Hub)
+	}
+}
+
+// BenchmarkConsole measures what grows with the hubs at 200,000 hubs: the
+// overview's pass over every unit with its page rendered, a search, and
+// a /debug/units page. Each reports the response's size.
+//
+//	go test -run '^$' -bench BenchmarkConsole -benchtime 20x ./cmd/stb/internal/bridge/
+func BenchmarkConsole(b *testing.B) {
+	br := consoleBridge(b, 200_000)
+	b.Run("overview", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := overviewTmpl.Execute(&buf, map[string]any{"O": br.unitOverview(), "Q": ""}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(buf.Len()), "bytes/response")
+	})
+	b.Run("overview-served", func(b *testing.B) {
+		// What a request costs: the last pass, rendered (the next pass
+		// runs in the background, as overview measures it).
+		var buf bytes.Buffer
+		var c overviewCache
+		c.get(br.unitOverview)
+		for b.Loop() {
+			buf.Reset()
+			c.mu.Lock()
+			c.at = time.Now() // no background pass inside the measurement
+			c.mu.Unlock()
+			if err := overviewTmpl.Execute(&buf, map[string]any{"O": c.get(br.unitOverview), "Q": ""}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(buf.Len()), "bytes/response")
+	})
+	b.Run("search", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			names, more := br.searchHubs("hub-1999")
+			if err := overviewTmpl.Execute(&buf, map[string]any{"O": Overview{}, "Q": "hub-1999", "Found": names, "More": more}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(buf.Len()), "bytes/response")
+	})
+	b.Run("units-page", func(b *testing.B) {
+		var n int
+		for b.Loop() {
+			rec := httptest.NewRecorder()
+			br.unitsPage(rec, httptest.NewRequest(http.MethodGet, "/debug/units?after=hub-100000", nil))
+			n = rec.Body.Len()
+		}
+		b.ReportMetric(float64(n), "bytes/response")
+	})
+}
+
+// topK keeps exactly what a full sort would put first.
+func TestTopK(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 5, 100, 1000} {
+		for _, k := range []int{0, 1, 7, 100} {
+			all := make([]int, n)
+			top := topK[int]{k: k, cmp: cmp.Compare[int]}
+			for i := range all {
+				all[i] = r.IntN(50)
+				top.add(all[i])
+			}
+			slices.Sort(all)
+			if got, want := top.sorted(), all[:min(k, n)]; !slices.Equal(got, want) {
+				t.Fatalf("n %d, k %d: %v, want %v", n, k, got, want)
+			}
+		}
+	}
+}
+
+// The console serves the last pass over the units and refreshes it in the
+// background once it is older than overviewMaxAge.
+func TestOverviewCache(t *testing.T) {
+	var c overviewCache
+	var passes atomic.Int32
+	compute := func() Overview { return Overview{Hubs: int(passes.Add(1))} }
+	if o := c.get(compute); o.Hubs != 1 {
+		t.Fatalf("first get: pass %d", o.Hubs)
+	}
+	if o := c.get(compute); o.Hubs != 1 || passes.Load() != 1 {
+		t.Fatalf("a fresh pass was computed again: %d passes", passes.Load())
+	}
+	c.mu.Lock()
+	c.at = time.Now().Add(-overviewMaxAge - time.Second)
+	c.mu.Unlock()
+	if o := c.get(compute); o.Hubs != 1 || o.AsOfSec < 1 {
+		t.Fatalf("a stale get: pass %d, %.1fs old; want the last pass while the next runs", o.Hubs, o.AsOfSec)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.get(compute).Hubs != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background pass never replaced the stale one")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := passes.Load(); n != 2 {
+		t.Fatalf("%d passes, want 2", n)
+	}
+}

@@ -1,0 +1,147 @@
+package test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// chromiumPath finds the headless browser `make test` installs
+// (scripts/ensure-chromium.sh); STB_CHROMIUM names another.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("STB_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no chromium: `make test` installs Debian's chromium (scripts/ensure-chromium.sh), or set STB_CHROMIUM")
+	return ""
+}
+
+// TestConsoleInABrowser drives the console of a running bridge in
+// headless Chromium: the counts, a search, a hub's page, a dead letter
+// with its reason, and a hub whose name is HTML, which must show as text
+// and run nothing. A screenshot of the overview is kept in the test's
+// temporary directory (its path is logged).
+func TestConsoleInABrowser(t *testing.T) {
+	browser := chromiumPath(t)
+	e := newEnv(t, 2)
+	exp := e.simulate("console", "--hubs", "12", "--clusters", "3", "--generations", "3")
+	b := e.startBridge()
+	e.waitVerified(exp, time.Minute)
+	// Then a hub whose name is HTML, and a message that is dead-lettered.
+	const hostile = `<img src=x onerror="document.title='pwned'"><b>hostile</b>`
+	recs := []*kgo.Record{
+		ceRecord("hostile-hb", hostile, "heartbeat", "1.1", []byte(`{}`)),
+		ceRecord("broken", "hub-broken", "managedclusters", "1.1", []byte(`{"objects":[{"metadata":`)),
+	}
+	for _, r := range recs {
+		r.Topic = "status"
+	}
+	if err := e.producer().ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	// The first action starts the browser and must not have a deadline
+	// (it would stop the browser); the rest do.
+	if err := chromedp.Do(bctx, chromedp.Navigate(b.adminURL+"/")); err != nil {
+		t.Fatalf("start %s: %v", browser, err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
+	defer cancelTimeout()
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	// The counts: 12 simulated hubs and the hostile one (the broken
+	// message never became a hub).
+	var hubs, dead string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		do("overview", chromedp.Navigate(b.adminURL+"/"), chromedp.WaitVisible(chromedp.CSS("#c-hubs")))
+		hubs, dead = text("#c-hubs"), text("#c-dead")
+		if hubs == "13" && dead == "1" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if hubs != "13" || dead != "1" {
+		t.Fatalf("overview shows %s hubs and %s dead letters in the last hour, want 13 and 1", hubs, dead)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(t.TempDir(), "console.png")
+	if err := os.WriteFile(png, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the console's overview: %s (%d bytes)", png, len(shot))
+
+	// Search, then a hub's page.
+	do("search", chromedp.SetValue(chromedp.CSS("#q"), "hub-00"), chromedp.Submit(chromedp.CSS("#q")),
+		chromedp.WaitVisible(chromedp.CSS("#found")))
+	found := text("#found")
+	do("open a hub", chromedp.Click(chromedp.CSS(`#found a[href="/hub?name=hub-001"]`)), chromedp.WaitVisible(chromedp.CSS("#types")))
+	hubName, types := text("#hub-name"), text("#types")
+	if strings.Count(found, "hub-0") != 9 || hubName != "hub-001" || !strings.Contains(types, "managedclusters") {
+		t.Fatalf("search found %q; hub page of %q with types %q", found, hubName, types)
+	}
+
+	// The dead letter, by reason.
+	do("dead letters", chromedp.Navigate(b.adminURL+"/deadletters"), chromedp.WaitVisible(chromedp.CSS("#reasons")))
+	reasons := text("#reasons")
+	do("a reason", chromedp.Click(chromedp.CSS("#reasons a")), chromedp.WaitVisible(chromedp.CSS(".letter")))
+	letter := text(".letter")
+	if !strings.Contains(reasons, "bad_payload") || !strings.Contains(letter, "hub-broken") || !strings.Contains(letter, "unexpected end of JSON input") {
+		t.Fatalf("dead letters: reasons %q, letter %q", reasons, letter)
+	}
+
+	// The hostile hub: its name is text, and its markup runs nothing.
+	do("search the hostile hub", chromedp.Navigate(b.adminURL+"/?q=hostile"), chromedp.WaitVisible(chromedp.CSS("#found")))
+	shown := text("#found")
+	listed, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#found img, #found b').length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do("open the hostile hub", chromedp.Click(chromedp.CSS("#found a")), chromedp.WaitVisible(chromedp.CSS("#hub-name")))
+	onPage, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#hub-name img, #hub-name b').length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shown, hostile) || listed != 0 || onPage != 0 || title != "STB console" {
+		t.Fatalf("hostile hub shown as %q; elements made of its name: %d in the search, %d on its page; title %q (its onerror sets 'pwned')",
+			shown, listed, onPage, title)
+	}
+}
