@@ -92,7 +92,11 @@ func demoCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer brk.Close()
-	say("kafka broker %s (kfake, %d topics of %d partitions, data in %s)", brk.Addr(), len(topics), *partitions, dir)
+	what := fmt.Sprintf("topic %s", topics[0])
+	if len(topics) > 1 {
+		what = fmt.Sprintf("%d topics", len(topics))
+	}
+	say("kafka broker %s (kfake, %s of %d partitions, data in %s)", brk.Addr(), what, *partitions, dir)
 
 	// 3. The bridge.
 	cfg := bridge.DefaultConfig()
