@@ -26,6 +26,10 @@ type slot struct {
 	hasProcessed, hasSeen bool
 	attempts              int
 	retryAt               time.Time
+	// lastErr is why the type's last failed write failed, and lastErrAt
+	// when: what an operator asks first about a hub that is retrying.
+	lastErr   string
+	lastErrAt time.Time
 	waitingSince          time.Time // when the oldest pending bundle arrived
 	// skipped counts how often the slot was ready but a higher-priority
 	// one was served instead; see Unit.pickLocked.

@@ -12,6 +12,10 @@ type TypeState struct {
 	Waiting   string  `json:"waiting,omitempty"` // why held work is not ready
 	Retries   int     `json:"retries,omitempty"`
 	AgeSec    float64 `json:"ageSeconds,omitempty"` // how long the oldest held bundle waits
+	// LastError is why the type's last failed write failed, LastErrorAgeSec
+	// how long ago.
+	LastError       string  `json:"lastError,omitempty"`
+	LastErrorAgeSec float64 `json:"lastErrorAgeSeconds,omitempty"`
 }
 
 // UnitState is a unit's state, for /debug/units.
@@ -30,7 +34,7 @@ func (u *Unit) Snapshot() UnitState {
 	st := UnitState{Hub: u.Hub, Queued: u.queued, Busy: u.busy}
 	for i := range u.slots {
 		s := &u.slots[i]
-		if len(s.pending) == 0 && s.inflight == nil && !s.hasProcessed {
+		if len(s.pending) == 0 && s.inflight == nil && !s.hasProcessed && s.lastErr == "" {
 			continue
 		}
 		ts := TypeState{Type: s.info.Name, Retries: s.attempts}
@@ -45,6 +49,9 @@ func (u *Unit) Snapshot() UnitState {
 		}
 		if s.hasProcessed {
 			ts.Processed = s.processed.String()
+		}
+		if s.lastErr != "" {
+			ts.LastError, ts.LastErrorAgeSec = s.lastErr, now.Sub(s.lastErrAt).Seconds()
 		}
 		st.Types = append(st.Types, ts)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stbridge/stb/pkg/bundle"
 )
@@ -41,7 +42,10 @@ type Job struct {
 	// the dependency timeout: the worker dead-letters them instead of
 	// writing them, so they cannot pin the committed offset forever.
 	Expired bool
-	slot    int
+	// Err, set by the worker before Report, is why a write failed
+	// (Transient or Permanent); the unit keeps it as the type's last error.
+	Err  error
+	slot int
 }
 
 // Last returns the newest bundle of the job, whose version the job writes.
@@ -341,6 +345,9 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 	s.inflight = nil
 	u.busy = false
 	now := u.m.cfg.Now()
+	if out != Applied && job.Err != nil {
+		s.lastErr, s.lastErrAt = capError(job.Err.Error()), now
+	}
 	switch out {
 	case Applied:
 		v := job.Last().Version
@@ -498,4 +505,18 @@ func (u *Unit) dropPartition(topic string, partition int32) {
 	}
 	u.mu.Unlock()
 	rel.run(u.m)
+}
+
+// maxErrorText caps the error text a unit keeps per type.
+const maxErrorText = 512
+
+func capError(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

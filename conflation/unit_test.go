@@ -297,3 +297,34 @@ func TestDropPartitionDropsWhatAFailedWriteHandsBack(t *testing.T) {
 		t.Fatal("a failed write after the drop ended was dropped, want it kept for a retry")
 	}
 }
+
+// A unit keeps why each type's last write failed, and since when, for the
+// console: it outlives the retry that succeeds, so an operator sees what
+// happened, and how long ago.
+func TestLastErrorKept(t *testing.T) {
+	f := newFixture(t)
+	f.insert("hub1", "managedclusters", v(1, 1), nil)
+	j := f.take()
+	j.Err = errors.New("connection refused")
+	retryIn := f.m.Report(j, Transient)
+	lastErr := func() TypeState {
+		t.Helper()
+		for _, ts := range j.Unit.Snapshot().Types {
+			if ts.Type == "managedclusters" {
+				return ts
+			}
+		}
+		t.Fatal("no managedclusters in the snapshot")
+		return TypeState{}
+	}
+	if ts := lastErr(); ts.LastError != "connection refused" || ts.Retries != 1 {
+		t.Fatalf("after a failure: last error %q, retries %d", ts.LastError, ts.Retries)
+	}
+	f.clock.Advance(retryIn)
+	f.m.Wake(j.Unit)
+	j = f.take()
+	f.m.Report(j, Applied)
+	if ts := lastErr(); ts.LastError != "connection refused" || ts.LastErrorAgeSec < retryIn.Seconds() || ts.Retries != 0 {
+		t.Fatalf("after the retry applied: last error %q %.1fs ago, retries %d", ts.LastError, ts.LastErrorAgeSec, ts.Retries)
+	}
+}

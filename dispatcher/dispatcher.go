@@ -311,6 +311,7 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 		d.lastErr.Store(nil)
 		return out
 	case conflation.Transient:
+		job.Err = err
 		d.lastErr.Store(&failure{err: err, at: time.Now()})
 		d.logger.Warn("write failed, will retry",
 			zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
@@ -326,6 +327,7 @@ func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason
 	if reason == "" {
 		reason = deadletter.PermanentError
 	}
+	job.Err = fmt.Errorf("%s: %w", reason, err)
 	d.logger.Error("bundle can never be written, dead-lettering it",
 		zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
 		zap.Stringer("version", job.Last().Version), zap.String("reason", string(reason)), zap.Error(err))

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,6 +117,16 @@ func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
 	}
 	if d.Err() != nil {
 		t.Errorf("Err after recovery = %v, want nil", d.Err())
+	}
+	// Each unit keeps why its type's last write failed, for the console.
+	for hub, want := range map[string]string{"hub-flaky": "40001", "hub-poison": "data_exception"} {
+		u, ok := mgr.Lookup(hub)
+		if !ok {
+			t.Fatalf("no unit of %s", hub)
+		}
+		if st := u.Snapshot(); len(st.Types) != 1 || !strings.Contains(st.Types[0].LastError, want) {
+			t.Errorf("%s: last error %+v, want one mentioning %s", hub, st.Types, want)
+		}
 	}
 	problems, err := testutil.GatherAndLint(prom)
 	if err != nil || len(problems) > 0 {

@@ -91,7 +91,7 @@ func TestConsoleEscapesNames(t *testing.T) {
 		"overview": {overviewTmpl, map[string]any{"Q": hostile, "Found": []string{hostile},
 			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile}}, Partitions: []PartitionStats{{Topic: img}}}}},
 		"hub": {hubTmpl, map[string]any{"Q": "", "Hub": hostile, "Letters": []deadletter.Row{letter},
-			"Unit": conflation.UnitState{Hub: hostile, Types: []conflation.TypeState{{Type: img, Waiting: hostile}}}}},
+			"Unit": conflation.UnitState{Hub: hostile, Types: []conflation.TypeState{{Type: img, Waiting: hostile, LastError: img}}}}},
 		"dead letters": {deadLettersTmpl, map[string]any{"Q": "", "Reason": hostile, "Letters": []deadletter.Row{letter},
 			"Groups": []deadletter.ReasonCount{{Reason: deadletter.Reason(hostile), Count: 1}}}},
 	}
