@@ -28,9 +28,9 @@ type slot struct {
 	retryAt               time.Time
 	// lastErr is why the type's last failed write failed, and lastErrAt
 	// when: what an operator asks first about a hub that is retrying.
-	lastErr   string
-	lastErrAt time.Time
-	waitingSince          time.Time // when the oldest pending bundle arrived
+	lastErr      string
+	lastErrAt    time.Time
+	waitingSince time.Time // when the oldest pending bundle arrived
 	// skipped counts how often the slot was ready but a higher-priority
 	// one was served instead; see Unit.pickLocked.
 	skipped int
