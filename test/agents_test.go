@@ -19,13 +19,7 @@ func TestHubOfHubsAgentOmitsCompliantPolicies(t *testing.T) {
 		"--restart-probability", "0.15", "--seed", "51")
 	b := e.startBridge("--db-pool-size", "2")
 	// A restart half way replays from the stored offsets.
-	deadline := time.Now().Add(time.Minute)
-	for len(e.offsets()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no offsets committed within a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitFirstCommit(time.Minute)
 	b.stop(30 * time.Second)
 	b2 := e.startBridge()
 	e.waitVerified(exp, 2*time.Minute)
@@ -50,13 +44,7 @@ func TestGlobalHubAgent(t *testing.T) {
 	}
 	topics := []string{"--kafka-topics", `^gh-status\..*`, "--profiles", "globalhub"}
 	b := e.startBridge(append(topics, "--db-pool-size", "2")...)
-	deadline := time.Now().Add(time.Minute)
-	for len(e.offsets()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no offsets committed within a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitFirstCommit(time.Minute)
 	b.stop(30 * time.Second)
 	b2 := e.startBridge(topics...)
 	e.waitVerified(exp, 2*time.Minute)

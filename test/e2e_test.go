@@ -59,13 +59,7 @@ func TestReplayAfterSIGTERM(t *testing.T) {
 	// One worker makes the database the bottleneck, so the bridge is
 	// stopped with most of the backlog still unwritten.
 	b := e.startBridge("--db-pool-size", "1")
-	deadline := time.Now().Add(time.Minute)
-	for len(e.offsets()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no offsets committed within a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitFirstCommit(time.Minute)
 	b.stop(30 * time.Second)
 
 	stored := e.offsets()

@@ -240,6 +240,19 @@ func (e *env) offsets() map[int32]int64 {
 	return out
 }
 
+// waitFirstCommit waits until a bridge has stored its first offsets: the
+// point at which the tests stop one half way through a backlog.
+func (e *env) waitFirstCommit(timeout time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(e.offsets()) == 0 {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no offsets committed within %s", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // versions returns status.bundle_versions as hub/type → (incarnation,
 // generation).
 func (e *env) versions() map[string][2]uint64 {

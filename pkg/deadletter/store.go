@@ -104,12 +104,13 @@ type Querier interface {
 // List returns the dead letters f selects, oldest first.
 func List(ctx context.Context, db Querier, f Filter) ([]Row, error) {
 	where, args := f.where()
+	order := "created_at, id"
+	if f.Newest {
+		order = "created_at DESC, id DESC"
+	}
 	q := `SELECT id, hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, coalesce(data, ''::bytea),
 	created_at, coalesce(replayed_at, 'epoch'::timestamptz), replay_outcome
-FROM status.dead_letters WHERE ` + where + ` ORDER BY created_at, id`
-	if f.Newest {
-		q = strings.Replace(q, "ORDER BY created_at, id", "ORDER BY created_at DESC, id DESC", 1)
-	}
+FROM status.dead_letters WHERE ` + where + ` ORDER BY ` + order
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}

@@ -66,13 +66,39 @@ func checkHubName(hub string) error {
 	return nil
 }
 
+// rawAttrs are the binary-mode attribute headers as they came, which the
+// checks compare with what the CloudEvents library made of them; read in
+// one pass over the headers.
+type rawAttrs struct {
+	source, typ       string
+	hasSource, hasTyp bool
+}
+
+func rawAttrsOf(msg *kafka.Message) rawAttrs {
+	var a rawAttrs
+	for _, h := range msg.Headers {
+		switch h.Key {
+		case headerSource:
+			a.source, a.hasSource = string(h.Value), true
+		case headerType:
+			a.typ, a.hasTyp = string(h.Value), true
+		}
+	}
+	return a
+}
+
+// typeAltered reports whether the library changed the type it was sent:
+// it trims the header, and a type with white space around it is not the
+// type without.
+func (a rawAttrs) typeAltered(ev *event.Event) bool { return a.hasTyp && a.typ != ev.Type() }
+
 // sourceOf returns an event's source as sent and decoded. The CloudEvents
 // library parses source as a URI reference and writes it percent-encoded
 // (a hub "a b" goes out as "a%20b", "ü" as "%C3%BC"); decoded undoes that.
 // In binary mode sent is the ce_source header as it came.
-func sourceOf(msg *kafka.Message, ev *event.Event) (sent, decoded string) {
-	sent, ok := header(msg, headerSource)
-	if !ok {
+func (a rawAttrs) sourceOf(ev *event.Event) (sent, decoded string) {
+	sent = a.source
+	if !a.hasSource {
 		sent = ev.Source()
 	}
 	decoded, err := url.PathUnescape(sent)
@@ -80,6 +106,20 @@ func sourceOf(msg *kafka.Message, ev *event.Event) (sent, decoded string) {
 		decoded = sent
 	}
 	return sent, decoded
+}
+
+// payloadReason is the dead-letter reason of a decoder's error: the one it
+// carries, else unknown_type for a type the decoder does not know, else
+// bad_payload.
+func payloadReason(err error) deadletter.Reason {
+	var reasoned deadletter.Reasoned
+	switch {
+	case errors.As(err, &reasoned):
+		return reasoned.DeadLetterReason()
+	case errors.Is(err, bundle.ErrUnknownType):
+		return deadletter.UnknownType
+	}
+	return deadletter.BadPayload
 }
 
 // header returns the value of the message's header key, if it has one.
@@ -135,11 +175,12 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("message has no topic, partition or offset (%v)", tp))
 	}
 
-	if src, ok := header(msg, headerSource); ok {
+	raw := rawAttrsOf(msg)
+	if raw.hasSource {
 		// Before the library, which refuses some of these as URIs.
-		if err := checkHubName(src); err != nil {
+		if err := checkHubName(raw.source); err != nil {
 			r := newReject(msg, origin, deadletter.InvalidHub, err)
-			r.Hub = src
+			r.Hub = raw.source
 			return nil, r
 		}
 	}
@@ -157,7 +198,7 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 	// sent or decoded, the key is the hub's own name: the source,
 	// percent-encoded by the sender's library, cannot tell "a b" from
 	// "a%20b", the key can, so two hubs never meet in one row.
-	sent, decoded := sourceOf(msg, ev)
+	sent, decoded := raw.sourceOf(ev)
 	keyIsSource := len(msg.Key) > 0 && (string(msg.Key) == sent || string(msg.Key) == decoded)
 	hub, typ := decoded, ev.Type()
 	if keyIsSource {
@@ -176,10 +217,8 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return reject(deadletter.MissingAttribute, errors.New("no source"))
 	case typ == "":
 		return reject(deadletter.MissingAttribute, errors.New("no type"))
-	case rawType(msg) != "" && rawType(msg) != typ:
-		// The library trims the header: a type with white space around
-		// it is not the type without.
-		return reject(deadletter.UnknownType, fmt.Errorf("type %q is not %q", rawType(msg), typ))
+	case raw.typeAltered(ev):
+		return reject(deadletter.UnknownType, fmt.Errorf("type %q is not %q", raw.typ, typ))
 	}
 	if err := checkHubName(hub); err != nil {
 		return reject(deadletter.InvalidHub, err)
@@ -230,17 +269,7 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 
 	payload, err := rules.Decoder.Decode(short, data)
 	if err != nil {
-		// The decoder's error says why when it carries a reason; else it
-		// is bad_payload, but for a type the decoder does not know.
-		reason := deadletter.BadPayload
-		var reasoned deadletter.Reasoned
-		switch {
-		case errors.As(err, &reasoned):
-			reason = reasoned.DeadLetterReason()
-		case errors.Is(err, bundle.ErrUnknownType):
-			reason = deadletter.UnknownType
-		}
-		return reject(reason, err)
+		return reject(payloadReason(err), err)
 	}
 	b.Payload = payload
 	b.Size = len(data)

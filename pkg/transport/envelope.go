@@ -76,22 +76,26 @@ func Encode(env Envelope, typePrefix string) (*kafka.Message, error) {
 	if env.Dependency != nil {
 		e.SetExtension(ExtDependencyVersion, env.Dependency.String())
 	}
-	// A []byte is taken as already encoded: no copy, no re-marshalling.
-	if err := e.SetData(event.ApplicationJSON, env.Data); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidEnvelope, err)
-	}
-	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidEnvelope, err)
-	}
+	return binaryMessage(&e, env.Topic, []byte(env.Hub), env.Data)
+}
 
-	topic := env.Topic
+// binaryMessage sets ev's data and writes it as a binary-mode Kafka
+// message to topic under key. A []byte is taken as already encoded: no
+// copy, no re-marshalling.
+func binaryMessage(ev *event.Event, topic string, key, data []byte) (*kafka.Message, error) {
+	if err := ev.SetData(event.ApplicationJSON, data); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEnvelope, err)
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidEnvelope, err)
+	}
 	msg := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-		Key:            []byte(env.Hub),
+		Key:            key,
 	}
 	ctx := binding.WithForceBinary(context.Background())
-	if err := kafka_confluent.WriteProducerMessage(ctx, binding.ToMessage(&e), msg); err != nil {
-		return nil, fmt.Errorf("encode event %s: %w", env.ID, err)
+	if err := kafka_confluent.WriteProducerMessage(ctx, binding.ToMessage(ev), msg); err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", ev.ID(), err)
 	}
 	return msg, nil
 }

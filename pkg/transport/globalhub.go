@@ -261,12 +261,11 @@ func (g *GlobalHub) Decode(msg *kafka.Message, rules Rules, receivedAt time.Time
 		// to be one once parsed): STB's own format.
 		return Decode(msg, rules, receivedAt)
 	}
-	_, hub := sourceOf(msg, ev) // the key is the event type
+	raw := rawAttrsOf(msg)
+	_, hub := raw.sourceOf(ev) // the key is the event type
 	switch {
-	case rawType(msg) != "" && rawType(msg) != ev.Type():
-		// The library trims the header; a type with white space around it
-		// is not the type without.
-		r := newReject(msg, origin, deadletter.UnknownType, fmt.Errorf("type %q is not a global-hub type", rawType(msg)))
+	case raw.typeAltered(ev):
+		r := newReject(msg, origin, deadletter.UnknownType, fmt.Errorf("type %q is not a global-hub type", raw.typ))
 		r.Hub = hub
 		return nil, r
 	case ev.ID() == "":
@@ -365,15 +364,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventC
 	}
 	payload, err := rules.Decoder.Decode(bundleType, data)
 	if err != nil {
-		reason := deadletter.BadPayload
-		var reasoned deadletter.Reasoned
-		switch {
-		case errors.As(err, &reasoned):
-			reason = reasoned.DeadLetterReason()
-		case errors.Is(err, bundle.ErrUnknownType):
-			reason = deadletter.UnknownType
-		}
-		return reject(reason, err)
+		return reject(payloadReason(err), err)
 	}
 	b.Payload, b.Size = payload, len(data)
 	return b, nil
@@ -417,24 +408,10 @@ func (r *Reader) decodeMessage(msg *kafka.Message) (*bundle.Bundle, *Reject) {
 	return Decode(msg, r.rules, time.Now())
 }
 
-// rawType returns the binary-mode type header as sent, "" without one.
-func rawType(msg *kafka.Message) string {
-	for _, h := range msg.Headers {
-		if h.Key == headerType {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
 // globalHubCandidate reports whether msg may be a global-hub event: its
 // binary-mode type says so, or it has none (structured mode, which only
 // parsing tells).
 func globalHubCandidate(msg *kafka.Message) bool {
-	for _, h := range msg.Headers {
-		if h.Key == headerType {
-			return strings.HasPrefix(string(h.Value), GlobalHubTypePrefix)
-		}
-	}
-	return true
+	typ, ok := header(msg, headerType)
+	return !ok || strings.HasPrefix(typ, GlobalHubTypePrefix)
 }

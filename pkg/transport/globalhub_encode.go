@@ -1,12 +1,9 @@
 package transport
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
-	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
@@ -59,22 +56,7 @@ func EncodeGlobalHub(e GlobalHubEvent) (*kafka.Message, error) {
 	if e.SendMode != "" {
 		ev.SetExtension(ExtSendMode, e.SendMode)
 	}
-	if err := ev.SetData(event.ApplicationJSON, e.Data); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidEnvelope, err)
-	}
-	if err := ev.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidEnvelope, err)
-	}
-	topic := e.Topic
-	msg := &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-		Key:            []byte(GlobalHubTypePrefix + e.Type),
-	}
-	ctx := binding.WithForceBinary(context.Background())
-	if err := kafka_confluent.WriteProducerMessage(ctx, binding.ToMessage(&ev), msg); err != nil {
-		return nil, fmt.Errorf("encode global-hub event %s: %w", e.ID, err)
-	}
-	return msg, nil
+	return binaryMessage(&ev, e.Topic, []byte(GlobalHubTypePrefix+e.Type), e.Data)
 }
 
 // ChunkGlobalHub cuts e's data into chunks of at most limit bytes as the

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
@@ -103,17 +102,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		return nil, err
 	}
 
-	stbProfile, ghProfile, err := cfg.profiles()
+	reg, gh, err := cfg.Registry()
 	if err != nil {
 		return nil, err
 	}
-	reg, err := dbsyncers.ForProfiles(stbProfile, ghProfile)
-	if err != nil {
-		return nil, err
-	}
-	if ghProfile {
-		b.globalHub = transport.NewGlobalHub()
-	}
+	b.globalHub = gh
 	b.manager, err = conflation.NewManager(conflation.Config{
 		Types:             reg.Types(),
 		Merge:             reg.Mergers(),

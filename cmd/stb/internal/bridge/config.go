@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/transport"
@@ -158,6 +159,26 @@ const (
 	ProfileSTB       = "stb"
 	ProfileGlobalHub = "globalhub"
 )
+
+// Registry returns the bundle types of the wire profiles c turns on, and
+// the global-hub profile's state when it is on (nil otherwise): what
+// decodes and writes bundles, for the bridge and for a replay of dead
+// letters alike.
+func (c Config) Registry() (*dbsyncers.Registry, *transport.GlobalHub, error) {
+	stb, globalHub, err := c.profiles()
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := dbsyncers.ForProfiles(stb, globalHub)
+	if err != nil {
+		return nil, nil, err
+	}
+	var gh *transport.GlobalHub
+	if globalHub {
+		gh = transport.NewGlobalHub()
+	}
+	return reg, gh, nil
+}
 
 // profiles reports which wire profiles c turns on.
 func (c Config) profiles() (stb, globalHub bool, err error) {

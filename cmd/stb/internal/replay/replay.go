@@ -85,7 +85,7 @@ const Skipped = "skipped"
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger, each func(Result)) error {
 	bcfg := bridge.DefaultConfig()
 	bcfg.Profiles = cfg.Profiles
-	reg, gh, err := registry(bcfg)
+	reg, gh, err := bcfg.Registry()
 	if err != nil {
 		return err
 	}
@@ -127,31 +127,6 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 		each(res)
 	}
 	return nil
-}
-
-// registry returns the bundle types of the profiles cfg turns on, and the
-// global-hub profile's state when it is on.
-func registry(cfg bridge.Config) (*dbsyncers.Registry, *transport.GlobalHub, error) {
-	stb, globalHub := false, false
-	for _, p := range cfg.Profiles {
-		switch p {
-		case bridge.ProfileSTB:
-			stb = true
-		case bridge.ProfileGlobalHub:
-			globalHub = true
-		default:
-			return nil, nil, fmt.Errorf("--profiles: unknown profile %q", p)
-		}
-	}
-	reg, err := dbsyncers.ForProfiles(stb, globalHub)
-	if err != nil {
-		return nil, nil, err
-	}
-	var gh *transport.GlobalHub
-	if globalHub {
-		gh = transport.NewGlobalHub()
-	}
-	return reg, gh, nil
 }
 
 // replayOne replays one letter. Its error is for failures that are not
