@@ -37,6 +37,11 @@ type Config struct {
 	NoConflation bool
 	// Backoff between retries of a transiently failing type.
 	Backoff Backoff
+	// IdleTimeout is how long a unit that holds nothing and has nothing in
+	// flight stays in memory after its last bundle or write; WakeAll then
+	// evicts it, keeping only its versions in a compact form that a new
+	// unit of the hub starts from. 0 keeps units forever.
+	IdleTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Registerer receives the conflation metrics; nil registers nothing.
@@ -65,6 +70,12 @@ func (c Config) Validate() error {
 	if c.MaxDeltaBytes < 0 {
 		return fmt.Errorf("conflation: negative max delta bytes")
 	}
+	if c.IdleTimeout < 0 {
+		return fmt.Errorf("conflation: negative idle timeout")
+	}
+	if len(c.Types) > maxTypes {
+		return fmt.Errorf("conflation: %d bundle types, at most %d", len(c.Types), maxTypes)
+	}
 	return nil
 }
 
@@ -92,6 +103,11 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	units map[string]*Unit
+	// dormant holds the versions of hubs whose unit was evicted, or that
+	// were restored from the database before any bundle of theirs came:
+	// a hub's new unit starts from them, so that neither eviction nor a
+	// restart lets an older bundle through.
+	dormant map[string][]dormantSlot
 
 	// dropping counts, per revoked partition, the DropPartition calls not
 	// yet ended; nDropping is their total, read on every report.
@@ -115,7 +131,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg:   cfg,
 		index: make(map[string]int, len(cfg.Types)),
 		queue: NewReadyQueue(),
-		units: map[string]*Unit{},
+		units:   map[string]*Unit{},
+		dormant: map[string][]dormantSlot{},
 
 		dropping: map[partitionKey]int{},
 	}
@@ -137,9 +154,19 @@ func (m *Manager) HeldBytes() int64 { return m.held.Load() }
 // Insert hands b to its hub's unit and queues the unit if it became ready.
 // It never blocks on the database or the dispatcher.
 func (m *Manager) Insert(b *bundle.Bundle) {
-	u := m.unit(b.Hub)
-	if u.Insert(b) {
-		m.queue.Push(u)
+	for {
+		u := m.unit(b.Hub)
+		ready, retired := u.Insert(b)
+		if retired {
+			// Evicted or forgotten after it was looked up: the next
+			// lookup finds the hub's new unit.
+			m.bury(u)
+			continue
+		}
+		if ready {
+			m.queue.Push(u)
+		}
+		return
 	}
 }
 
@@ -168,8 +195,9 @@ func (m *Manager) Wake(u *Unit) {
 }
 
 // WakeAll queues every unit that the passing of time made ready: retries
-// that fell due and bundles whose dependency wait expired. The dispatcher
-// calls it periodically; it takes each unit's lock briefly, one at a time.
+// that fell due and bundles whose dependency wait expired; and, with an
+// IdleTimeout, evicts the units idle that long. The dispatcher calls it
+// periodically; it takes each unit's lock briefly, one at a time.
 func (m *Manager) WakeAll() {
 	m.mu.RLock()
 	us := make([]*Unit, 0, len(m.units))
@@ -177,8 +205,16 @@ func (m *Manager) WakeAll() {
 		us = append(us, u)
 	}
 	m.mu.RUnlock()
+	now := m.cfg.Now()
 	for _, u := range us {
-		m.Wake(u)
+		ready, retired := u.tick(now, m.cfg.IdleTimeout)
+		switch {
+		case ready:
+			m.queue.Push(u)
+		case retired:
+			m.bury(u)
+			m.metrics.evicted.Inc()
+		}
 	}
 }
 
@@ -188,10 +224,81 @@ func (m *Manager) WakeAll() {
 // when partitions are assigned (another replica may have written them
 // meanwhile); a bundle that was waiting for the restored version becomes
 // ready.
+//
+// A hub without a unit gets none: its versions are kept in the compact
+// form an evicted unit leaves, for the unit its first bundle creates.
 func (m *Manager) Restore(hub, typ string, v bundle.Version) {
-	u := m.unit(hub)
-	if u.restore(typ, v) {
-		m.queue.Push(u)
+	i, ok := m.index[typ]
+	if !ok {
+		return
+	}
+	for {
+		m.mu.Lock()
+		u, ok := m.units[hub]
+		if !ok {
+			m.dormant[hub] = restoreDormant(m.dormant[hub], i, v)
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		ready, retired := u.restore(i, v)
+		if retired {
+			m.bury(u)
+			continue
+		}
+		if ready {
+			m.queue.Push(u)
+		}
+		return
+	}
+}
+
+// ForgetHub drops everything the bridge holds of hub, for a hub deleted or
+// reset in the database: its unit's unwritten bundles are released (a
+// write in flight finishes, and its bundles are released when reported)
+// and its versions are forgotten, evicted or not. Bundles of the hub read
+// afterwards start a new unit that knows no version; the caller restores
+// what the database holds for the hub after the delete (its tombstone).
+func (m *Manager) ForgetHub(hub string) {
+	m.mu.Lock()
+	u := m.units[hub]
+	delete(m.units, hub)
+	delete(m.dormant, hub)
+	m.mu.Unlock()
+	if u != nil {
+		u.forget()
+	}
+}
+
+// Dormant returns the number of hubs known only by their versions: evicted,
+// or restored and not heard from since.
+func (m *Manager) Dormant() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.dormant)
+}
+
+// IsDormant reports whether hub is known only by its versions.
+func (m *Manager) IsDormant(hub string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.dormant[hub]
+	return ok
+}
+
+// bury removes a retired unit from the index, keeping its versions as the
+// hub's dormant ones unless it was forgotten. It does nothing when the
+// index already holds another unit for the hub (someone else buried it).
+func (m *Manager) bury(u *Unit) {
+	remains, forgotten := u.remainsAfterRetire()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.units[u.Hub] != u {
+		return
+	}
+	delete(m.units, u.Hub)
+	if !forgotten && len(remains) > 0 {
+		m.dormant[u.Hub] = remains
 	}
 }
 
@@ -291,12 +398,20 @@ func (m *Manager) unit(hub string) *Unit {
 	if u, ok := m.units[hub]; ok {
 		return u
 	}
-	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.cfg.Types))}
+	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.cfg.Types)), lastActive: m.cfg.Now()}
 	for i, t := range m.cfg.Types {
 		u.slots[i] = slot{info: t, dep: -1, merge: m.cfg.Merge[t.Name]}
 		if t.Rule != bundle.NoDependency {
 			u.slots[i].dep = m.index[t.DependsOn]
 		}
+	}
+	if d, ok := m.dormant[hub]; ok {
+		for _, ds := range d {
+			s := &u.slots[ds.slot]
+			s.seen, s.hasSeen = ds.seen, ds.flags&hasSeen != 0
+			s.processed, s.hasProcessed = ds.processed, ds.flags&hasProcessed != 0
+		}
+		delete(m.dormant, hub)
 	}
 	m.units[hub] = u
 	return u

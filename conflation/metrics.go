@@ -15,6 +15,7 @@ type typeMetrics struct {
 type metrics struct {
 	types   []*typeMetrics
 	unknown prometheus.Counter
+	evicted prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics {
@@ -38,10 +39,18 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 		Namespace: "stb", Subsystem: "conflation", Name: "ready_queue_length",
 		Help: "Units waiting on the ready queue for a worker.",
 	}, func() float64 { return float64(m.queue.Len()) })
+	dormant := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "dormant_hubs",
+		Help: "Hubs without a unit, known only by their versions: evicted after --unit-idle-timeout, or restored and not heard from since.",
+	}, func() float64 { return float64(m.Dormant()) })
+	evicted := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "units_evicted_total",
+		Help: "Units evicted from memory after --unit-idle-timeout with nothing held or in flight.",
+	})
 	if reg != nil {
-		reg.MustRegister(bundles, retries, units, held, ready)
+		reg.MustRegister(bundles, retries, units, held, ready, dormant, evicted)
 	}
-	out := &metrics{unknown: bundles.WithLabelValues("", "unknown_type")}
+	out := &metrics{unknown: bundles.WithLabelValues("", "unknown_type"), evicted: evicted}
 	for _, t := range types {
 		out.types = append(out.types, &typeMetrics{
 			inserted:  bundles.WithLabelValues(t, "inserted"),

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/committer"
 )
@@ -20,6 +22,11 @@ import (
 // every write that a delta lands only on its exact base and that no
 // version ever goes backwards. At the end it must hold exactly the state
 // each simulated agent last reported.
+//
+// With an idle timeout (two seeds in three), units that hold nothing are
+// evicted as time passes, and a restart restores versions without units:
+// every hub's unit comes back from its dormant versions, which must keep
+// older bundles out as the unit did.
 
 // modelPayload is what a bundle carries in the model.
 type modelPayload struct {
@@ -150,16 +157,25 @@ func TestModelRandomInterleavings(t *testing.T) {
 	if testing.Short() {
 		seeds = 300
 	}
+	var evictions, revivals int
 	for seed := 0; seed < seeds; seed++ {
-		runModel(t, uint64(seed))
+		e, rv := runModel(t, uint64(seed))
 		if t.Failed() {
 			t.Fatalf("seed %d failed", seed)
 		}
+		evictions += e
+		revivals += rv
 	}
+	// The seeds must exercise eviction, and hubs that send again after it.
+	if evictions == 0 || revivals == 0 {
+		t.Fatalf("%d evictions and %d units revived from dormant versions over %d seeds; the model does not exercise eviction", evictions, revivals, seeds)
+	}
+	t.Logf("%d seeds: %d evictions, %d units revived from dormant versions", seeds, evictions, revivals)
 }
 
-func runModel(t *testing.T, seed uint64) {
+func runModel(t *testing.T, seed uint64) (evictions, revivals int) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	idle := time.Duration(r.IntN(3)) * 10 * time.Millisecond
 	hubs := 1 + r.IntN(3)
 	agents := make([]*agent, hubs)
 	for i := range agents {
@@ -195,7 +211,10 @@ func runModel(t *testing.T, seed uint64) {
 	}
 	start := func() { // a (re)started bridge
 		var err error
-		m, err = NewManager(Config{Types: policyTypes, Now: clock.Now, Backoff: Backoff{Min: time.Millisecond, Max: 10 * time.Millisecond}})
+		if m != nil {
+			evictions += int(testutil.ToFloat64(m.metrics.evicted))
+		}
+		m, err = NewManager(Config{Types: policyTypes, Now: clock.Now, IdleTimeout: idle, Backoff: Backoff{Min: time.Millisecond, Max: 10 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,6 +259,9 @@ func runModel(t *testing.T, seed uint64) {
 			part.Read(next)
 			b.Track(part)
 			next++
+			if _, live := m.Lookup(b.Hub); !live && m.IsDormant(b.Hub) {
+				revivals++
+			}
 			m.Insert(&b)
 		case k < 7:
 			if u := m.queue.tryPop(); u != nil {
@@ -305,9 +327,7 @@ func runModel(t *testing.T, seed uint64) {
 			next = committed
 		default:
 			clock.Advance(5 * time.Millisecond)
-			for _, u := range m.Units() {
-				m.Wake(u)
-			}
+			m.WakeAll()
 		}
 		checkMonotonic()
 		if draining && len(inflight) == 0 && m.queue.Len() == 0 && m.HeldBytes() == 0 {
@@ -334,6 +354,7 @@ func runModel(t *testing.T, seed uint64) {
 	if pos, _ := part.Position(); pos != int64(len(log)) {
 		t.Fatalf("seed %d: committed position %d after draining, want %d", seed, pos, len(log))
 	}
+	return evictions + int(testutil.ToFloat64(m.metrics.evicted)), revivals
 }
 
 // otherReplica is a second bridge that holds the partition for a while: it

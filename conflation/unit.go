@@ -66,18 +66,38 @@ type Unit struct {
 	slots  []slot
 	queued bool
 	busy   bool
+	// lastActive is when a bundle was last inserted or a job reported.
+	lastActive time.Time
+	// retired is set once the unit leaves the manager's index: evicted
+	// (its versions live on as the hub's dormant ones) or forgotten (the
+	// hub was deleted or reset). A retired unit takes nothing more; who
+	// finds it retired looks the hub up again.
+	retired retirement
 }
+
+type retirement uint8
+
+const (
+	live retirement = iota
+	evicted
+	forgotten
+)
 
 // Insert adds b, replacing an older unwritten bundle of its type. It
 // returns whether the unit became ready; the caller must then push it on
-// the ready queue (Manager.Insert does).
-func (u *Unit) Insert(b *bundle.Bundle) bool {
+// the ready queue (Manager.Insert does). A retired unit takes nothing and
+// returns retired == true: the caller looks the hub's unit up again.
+func (u *Unit) Insert(b *bundle.Bundle) (ready, retired bool) {
 	var rel releaser
 	u.mu.Lock()
-	ready := u.insertLocked(b, &rel)
+	if u.retired != live {
+		u.mu.Unlock()
+		return false, true
+	}
+	ready = u.insertLocked(b, &rel)
 	u.mu.Unlock()
 	rel.run(u.m)
-	return ready
+	return ready, false
 }
 
 func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
@@ -92,6 +112,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	s := &u.slots[i]
 	tm := u.m.metrics.types[i]
 	now := u.m.cfg.Now()
+	u.lastActive = now
 	if s.hasSeen && !b.Version.Newer(s.seen) {
 		rel.add(b, tm.stale)
 		return false
@@ -345,6 +366,15 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 	s.inflight = nil
 	u.busy = false
 	now := u.m.cfg.Now()
+	u.lastActive = now
+	if u.retired == forgotten {
+		// The hub was deleted or reset while this was written: nothing
+		// of it is kept, not even what a failed write would retry.
+		for _, b := range job.Bundles {
+			rel.add(b, nil)
+		}
+		return false, 0
+	}
 	if out != Applied && job.Err != nil {
 		s.lastErr, s.lastErrAt = capError(job.Err.Error()), now
 	}
@@ -429,26 +459,83 @@ func (u *Unit) wake() bool {
 	return u.becomeReadyLocked()
 }
 
-// restore records a version already in the database. Deltas waiting on an
-// older base of it can then never apply, and are dropped as stale. It
-// reports whether the unit became ready (a bundle was waiting for v).
-func (u *Unit) restore(typ string, v bundle.Version) (becameReady bool) {
-	var rel releaser
+// tick marks the unit queued if it became ready by the passing of time
+// or, when idle > 0 and the unit holds nothing, is not queued, has nothing
+// in flight and has been idle that long, retires it as evicted; the caller
+// then buries it.
+func (u *Unit) tick(now time.Time, idle time.Duration) (ready, retire bool) {
 	u.mu.Lock()
-	if i, ok := u.m.index[typ]; ok {
-		s := &u.slots[i]
-		if !s.hasProcessed || v.Newer(s.processed) {
-			s.processed, s.hasProcessed = v, true
-		}
-		if !s.hasSeen || v.Newer(s.seen) {
-			s.seen, s.hasSeen = v, true
-			u.pruneDependentsLocked(i, &rel)
+	defer u.mu.Unlock()
+	if u.retired != live {
+		return false, false
+	}
+	if u.becomeReadyLocked() {
+		return true, false
+	}
+	if idle <= 0 || u.queued || u.busy || now.Sub(u.lastActive) < idle {
+		return false, false
+	}
+	for i := range u.slots {
+		if len(u.slots[i].pending) > 0 || u.slots[i].inflight != nil {
+			return false, false
 		}
 	}
-	ready := u.becomeReadyLocked()
+	u.retired = evicted
+	return false, true
+}
+
+// remainsAfterRetire returns the versions a retired unit leaves, and
+// whether it was forgotten (then it leaves nothing).
+func (u *Unit) remainsAfterRetire() ([]dormantSlot, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.retired == forgotten {
+		return nil, true
+	}
+	return dormantOf(u.slots), false
+}
+
+// forget retires the unit as forgotten and releases what it holds; a job
+// in flight is released when reported.
+func (u *Unit) forget() {
+	var rel releaser
+	u.mu.Lock()
+	u.retired = forgotten
+	for i := range u.slots {
+		s := &u.slots[i]
+		for _, b := range s.pending {
+			rel.add(b, nil)
+		}
+		clear(s.pending)
+		s.pending = s.pending[:0]
+	}
 	u.mu.Unlock()
 	rel.run(u.m)
-	return ready
+}
+
+// restore records a version already in the database in slot i. Deltas
+// waiting on an older base of it can then never apply, and are dropped as
+// stale. It reports whether the unit became ready (a bundle was waiting
+// for v), or that it is retired (nothing was recorded).
+func (u *Unit) restore(i int, v bundle.Version) (ready, retired bool) {
+	var rel releaser
+	u.mu.Lock()
+	if u.retired != live {
+		u.mu.Unlock()
+		return false, true
+	}
+	s := &u.slots[i]
+	if !s.hasProcessed || v.Newer(s.processed) {
+		s.processed, s.hasProcessed = v, true
+	}
+	if !s.hasSeen || v.Newer(s.seen) {
+		s.seen, s.hasSeen = v, true
+		u.pruneDependentsLocked(i, &rel)
+	}
+	ready = u.becomeReadyLocked()
+	u.mu.Unlock()
+	rel.run(u.m)
+	return ready, false
 }
 
 // releaser collects bundles to release once the unit's mutex is dropped.

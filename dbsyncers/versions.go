@@ -19,9 +19,11 @@ import (
 // same row (a replica that has not yet noticed it lost the partition)
 // waits on the row lock and then compares against the new value.
 //
-// The hub is recorded in the same round trip, but selected from the fence
-// CTE so that a stale bundle writes nothing at all, not even the hub's
-// updated_at. Versions are numeric(20,0) and are sent as decimal text,
+// The hub is recorded in the same round trip, and made active again if it
+// was inactive or deleted, but selected from the fence CTE so that a stale
+// bundle writes nothing at all, not even the hub's updated_at: a deleted
+// hub's tombstones keep it deleted against every bundle of its old
+// incarnation. Versions are numeric(20,0) and are sent as decimal text,
 // which carries every uint64 exactly, including those above MaxInt64.
 const fenceSQL = `
 WITH fence AS (
@@ -40,7 +42,10 @@ WITH fence AS (
 ), seen AS (
 	INSERT INTO status.hubs AS h (name)
 	SELECT hub FROM fence
-	ON CONFLICT (name) DO UPDATE SET updated_at = now()
+	ON CONFLICT (name) DO UPDATE SET
+		updated_at  = now(),
+		state       = 'active',
+		state_since = CASE WHEN h.state = 'active' THEN h.state_since ELSE now() END
 )
 SELECT count(*) FROM fence`
 

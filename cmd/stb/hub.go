@@ -5,15 +5,23 @@ import (
 	"fmt"
 
 	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/db"
 )
 
+const hubUsage = `usage: stb hub delete|reset NAME [--database-url URL]
+  delete removes every row of the hub and leaves tombstones, so that its bundles still in Kafka
+         cannot bring it back; a newer incarnation of the hub comes back cleanly
+  reset  removes every row of the hub and its stored versions, for a hub rebuilt from scratch
+         whose incarnation went backwards: its next bundles apply whatever their version
+Both take effect while bridges run (they drop what they hold of the hub) and are idempotent.`
+
 func hubCmd(ctx context.Context, args []string) error {
-	if len(args) < 2 || args[0] != "reset" {
-		return fmt.Errorf("usage: stb hub reset NAME [--database-url URL]\n  reset forgets the hub's stored bundle versions, for a hub rebuilt from scratch whose incarnation went backwards; stop the bridge first")
+	if len(args) < 2 || (args[0] != "delete" && args[0] != "reset") {
+		return fmt.Errorf("%s", hubUsage)
 	}
-	hub := args[1]
-	fs := newFlagSet("hub reset", "Forget a hub's stored bundle versions.")
+	action, hub := db.HubAction(args[0]), args[1]
+	fs := newFlagSet("hub "+args[0], "Delete or reset a hub while the bridges run.")
 	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
 	if err := parseFlags(fs, args[2:]); err != nil {
 		return err
@@ -23,10 +31,21 @@ func hubCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	n, err := db.ResetHub(ctx, pool, hub)
+	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: hub, Action: action, RequestedBy: "stb hub " + args[0], Types: dbsyncers.AllTypeNames()})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("hub %q: %d stored versions forgotten\n", hub, n)
+	switch action {
+	case db.DeleteHub:
+		already := ""
+		if res.AlreadyDeleted {
+			already = " (it was already deleted)"
+		}
+		fmt.Printf("hub %q deleted%s: %d rows removed, %d versions now tombstones at incarnation %d; bundles of incarnation %d and older are ignored, a newer incarnation brings the hub back (request %d)\n",
+			hub, already, res.Removed, res.Versions, res.Tombstone, res.Tombstone, res.ID)
+	case db.ResetHub:
+		fmt.Printf("hub %q reset: %d rows removed, %d stored versions forgotten; its next bundles apply whatever their version (request %d)\n",
+			hub, res.Removed, res.Versions, res.ID)
+	}
 	return nil
 }

@@ -29,7 +29,7 @@ func commands() []command {
 		{"verify", "compare the database with the expected state written by simulate", verifyCmd},
 		{"demo", "embedded Kafka + local Postgres + simulate + run + verify, with live progress", demoCmd},
 		{"bench", "measure the bridge against its baseline and this machine's ceilings in named scenarios", benchCmd},
-		{"hub", "hub maintenance: hub reset NAME forgets the hub's stored versions", hubCmd},
+		{"hub", "hub delete|reset NAME: remove a hub while the bridges run", hubCmd},
 		{"deadletters", "dead letters: list, replay (after fixing the cause), purge", deadLettersCmd},
 	}
 }

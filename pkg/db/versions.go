@@ -17,8 +17,8 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// Execer is the one method ResetHub needs; *pgxpool.Pool, *pgx.Conn and
-// pgx.Tx all have it.
+// Execer is the one method MarkInactiveHubs needs; *pgxpool.Pool,
+// *pgx.Conn and pgx.Tx all have it.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
@@ -39,10 +39,14 @@ type StoredVersion struct {
 // are read as text and parsed, since no Go integer type pgx scans numeric
 // into holds the upper half of the uint64 range.
 func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
-	rows, err := q.Query(ctx, `
+	return loadVersions(ctx, q, `
 		SELECT hub, bundle_type, incarnation::text, generation::text
 		FROM status.bundle_versions
 		ORDER BY hub, bundle_type`)
+}
+
+func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]StoredVersion, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("db: load bundle versions: %w", err)
 	}
@@ -66,17 +70,4 @@ func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
 		return nil, fmt.Errorf("db: load bundle versions: %w", err)
 	}
 	return out, nil
-}
-
-// ResetHub forgets every stored version of hub and returns how many it
-// removed. It is for a hub rebuilt from scratch whose incarnation went
-// backwards: without it the fence would call all its bundles stale. The
-// hub's data stays; its next bundles overwrite it. Running bridges keep the
-// versions they hold in memory until restarted.
-func ResetHub(ctx context.Context, e Execer, hub string) (int64, error) {
-	tag, err := e.Exec(ctx, `DELETE FROM status.bundle_versions WHERE hub = $1`, hub)
-	if err != nil {
-		return 0, fmt.Errorf("db: reset versions of hub %q: %w", hub, err)
-	}
-	return tag.RowsAffected(), nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
-func TestLoadVersionsAndResetHub(t *testing.T) {
+func TestLoadVersions(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
 	ctx := t.Context()
@@ -39,19 +39,14 @@ func TestLoadVersionsAndResetHub(t *testing.T) {
 		t.Fatalf("LoadVersions = %+v, want %+v", got, stored)
 	}
 
-	n, err := db.ResetHub(ctx, pool, "hub-a")
-	if err != nil || n != 2 {
-		t.Fatalf("ResetHub(hub-a) = %d, %v; want 2, nil", n, err)
-	}
-	n, err = db.ResetHub(ctx, pool, "no-such-hub")
-	if err != nil || n != 0 {
-		t.Fatalf("ResetHub(no-such-hub) = %d, %v; want 0, nil", n, err)
-	}
-	got, err = db.LoadVersions(ctx, pool)
+	got, err = db.LoadHubVersions(ctx, pool, "hub-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got, stored[2:]) {
-		t.Fatalf("after ResetHub, LoadVersions = %+v, want %+v", got, stored[2:])
+	if !slices.Equal(got, stored[:2]) {
+		t.Fatalf("LoadHubVersions(hub-a) = %+v, want %+v", got, stored[:2])
+	}
+	if got, err = db.LoadHubVersions(ctx, pool, "no-such-hub"); err != nil || len(got) != 0 {
+		t.Fatalf("LoadHubVersions(no-such-hub) = %+v, %v; want none", got, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
@@ -62,6 +63,8 @@ type Bridge struct {
 
 	// overview caches the console's pass over every unit.
 	overview overviewCache
+	// hubs applies hub deletes and resets and sweeps hub states.
+	hubs *hubLifecycle
 
 	closeOnce sync.Once
 }
@@ -112,17 +115,25 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		Merge:             reg.Mergers(),
 		MaxDeltaBytes:     int(cfg.MaxDeltaBytes),
 		DependencyTimeout: cfg.DependencyTimeout,
+		IdleTimeout:       cfg.UnitIdleTimeout,
 		NoConflation:      !cfg.Conflation,
 		Registerer:        b.registry,
 	})
 	if err != nil {
 		return nil, err
 	}
+	// Requests made from now on are applied by the hub lifecycle; those
+	// before are in the versions restored next.
+	lastRequest, err := db.LastHubRequest(ctx, b.controlPool)
+	if err != nil {
+		return nil, err
+	}
+	b.hubs = newHubLifecycle(b, lastRequest, dbsyncers.AllTypeNames())
 	n, err := b.restoreVersions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("restored processed versions", zap.Int("rows", n), zap.Int("hubs", b.manager.Len()))
+	logger.Info("restored processed versions", zap.Int("rows", n), zap.Int("hubs", b.manager.Dormant()))
 
 	dead := deadletter.NewWriter(b.controlPool)
 	if b.rejects, err = deadletter.NewQueue(deadletter.DefaultQueueConfig(), dead, logger.Named("deadletters")); err != nil {

@@ -47,6 +47,16 @@ type Config struct {
 	// DependencyTimeout dead-letters a bundle that waited longer for its
 	// dependency; 0 waits forever.
 	DependencyTimeout time.Duration
+	// UnitIdleTimeout evicts a hub's conflation unit that held nothing and
+	// had nothing in flight for that long; its versions stay, compactly.
+	// 0 keeps units for ever.
+	UnitIdleTimeout time.Duration
+	// HubInactiveAfter marks a hub inactive in status.hubs when no
+	// heartbeat of it was received for that long; 0 never does.
+	HubInactiveAfter time.Duration
+	// HubDeleteAfter deletes a hub (stb hub delete) that has been inactive
+	// for that long; 0, the default, never does.
+	HubDeleteAfter time.Duration
 	// Conflation off writes every bundle in arrival order (the baseline).
 	Conflation bool
 	// DatabaseURL is the PostgreSQL URL.
@@ -84,6 +94,8 @@ const (
 	DefaultMaxDeltaBytes     = 1 << 20
 	DefaultMaxBufferedBytes  = 512 << 20
 	DefaultDependencyTimeout = 5 * time.Minute
+	DefaultUnitIdleTimeout   = 10 * time.Minute
+	DefaultHubInactiveAfter  = 5 * time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultAdminAddr         = "127.0.0.1:8081"
 )
@@ -106,6 +118,8 @@ func DefaultConfig() Config {
 		MaxDeltaBytes:     DefaultMaxDeltaBytes,
 		MaxBufferedBytes:  DefaultMaxBufferedBytes,
 		DependencyTimeout: DefaultDependencyTimeout,
+		UnitIdleTimeout:   DefaultUnitIdleTimeout,
+		HubInactiveAfter:  DefaultHubInactiveAfter,
 		Conflation:        true,
 		DatabaseURL:       DefaultDatabaseURL,
 		DBPoolSize:        DefaultPoolSize(),
@@ -139,6 +153,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBundleBytes < 0 || c.MaxDeltaBytes < 0 || c.MaxBufferedBytes < 0 || c.DependencyTimeout < 0 {
 		errs = append(errs, errors.New("--max-bundle-bytes, --max-delta-bytes, --max-buffered-bytes and --dependency-timeout must not be negative"))
+	}
+	if c.UnitIdleTimeout < 0 || c.HubInactiveAfter < 0 || c.HubDeleteAfter < 0 {
+		errs = append(errs, errors.New("--unit-idle-timeout, --hub-inactive-after and --hub-delete-after must not be negative"))
+	}
+	if c.HubDeleteAfter > 0 && c.HubInactiveAfter == 0 {
+		errs = append(errs, errors.New("--hub-delete-after needs --hub-inactive-after: only inactive hubs are deleted"))
 	}
 	if _, _, err := c.profiles(); err != nil {
 		errs = append(errs, err)

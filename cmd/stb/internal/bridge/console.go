@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -28,7 +29,17 @@ const consoleRows = 100
 
 // Overview is what the console's first page and /api/overview show.
 type Overview struct {
-	Hubs int `json:"hubs"`
+	// Hubs is the number of conflation units in memory; DormantHubs
+	// the hubs known only by their versions (evicted when idle, or not
+	// heard from since the start).
+	Hubs        int `json:"hubs"`
+	DormantHubs int `json:"dormantHubs"`
+	// ActiveHubs, InactiveHubs and DeletedHubs count status.hubs by state
+	// as of the last sweep, StatesAsOfSec ago (-1 before the first).
+	ActiveHubs    int64   `json:"activeHubs"`
+	InactiveHubs  int64   `json:"inactiveHubs"`
+	DeletedHubs   int64   `json:"deletedHubs"`
+	StatesAsOfSec float64 `json:"statesAsOfSeconds"`
 	// Held counts hubs with unwritten bundles, Retrying those whose writes
 	// failed and are retried, WaitingDependency those waiting for a bundle
 	// they depend on.
@@ -82,6 +93,15 @@ const problemAge = 30 * time.Second
 func (b *Bridge) Overview(ctx context.Context) Overview {
 	o := b.overview.get(b.unitOverview)
 	o.Partitions = b.Stats().Partitions
+	o.DormantHubs = b.manager.Dormant()
+	o.StatesAsOfSec = -1
+	if b.hubs != nil {
+		c := b.hubs.Counts()
+		o.ActiveHubs, o.InactiveHubs, o.DeletedHubs = c.Active, c.Inactive, c.Deleted
+		if !c.At.IsZero() {
+			o.StatesAsOfSec = time.Since(c.At).Seconds()
+		}
+	}
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if b.controlPool != nil {
@@ -257,10 +277,17 @@ func (b *Bridge) hubPage(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{"Hub": hub, "Q": ""}
 	if u, ok := b.manager.Lookup(hub); ok {
 		data["Unit"] = u.Snapshot()
+	} else {
+		data["Dormant"] = b.manager.IsDormant(hub)
 	}
 	if b.controlPool != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
+		st, ok, err := db.LoadHubStatus(ctx, b.controlPool, hub)
+		if ok {
+			data["State"] = st
+		}
+		data["StateErr"] = err
 		rows, err := deadletter.List(ctx, b.controlPool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
 		data["Letters"], data["LettersErr"] = rows, err
 	}
@@ -317,7 +344,11 @@ var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Pa
 {{with .O}}
 <p id="ready" class="{{if not .Ready}}bad{{end}}">{{if .Ready}}Ready.{{else}}Not ready: {{range .NotReady}}{{.}}; {{end}}{{end}}</p>
 <p class="counts">
-<span>hubs <b id="c-hubs">{{.Hubs}}</b></span>
+<span>active hubs <b id="c-active">{{.ActiveHubs}}</b></span>
+<span>inactive <b id="c-inactive" class="{{if .InactiveHubs}}bad{{end}}">{{.InactiveHubs}}</b></span>
+<span>deleted <b id="c-deleted">{{.DeletedHubs}}</b></span>
+<span>units in memory <b id="c-hubs">{{.Hubs}}</b></span>
+<span>idle, evicted <b id="c-dormant">{{.DormantHubs}}</b></span>
 <span>holding unwritten <b id="c-held">{{.Held}}</b></span>
 <span>retrying <b id="c-retrying">{{.Retrying}}</b></span>
 <span>waiting on a dependency <b id="c-waiting">{{.WaitingDependency}}</b></span>
@@ -346,7 +377,8 @@ var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Pa
   function set(id, v){ var e=document.getElementById(id); if(e){ e.textContent=v; } }
   function refresh(){
     fetch('/api/overview', {credentials:'same-origin'}).then(function(r){ return r.json(); }).then(function(o){
-      set('c-hubs', o.hubs); set('c-held', o.held); set('c-retrying', o.retrying); set('c-waiting', o.waitingDependency);
+      set('c-hubs', o.hubs); set('c-dormant', o.dormantHubs); set('c-active', o.activeHubs);
+      set('c-inactive', o.inactiveHubs); set('c-deleted', o.deletedHubs); set('c-held', o.held); set('c-retrying', o.retrying); set('c-waiting', o.waitingDependency);
       set('c-dead', o.deadLettersLastHour); set('c-oldest', o.oldestUnwrittenSeconds.toFixed(1)+'s'); set('c-asof', o.asOfSeconds.toFixed(1)+'s');
       set('ready', o.ready ? 'Ready.' : 'Not ready: ' + o.notReady.join('; '));
       var body=document.querySelector('#problems tbody'); if(!body){ return; }
@@ -367,6 +399,10 @@ var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Pa
 
 var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consoleHead + `
 <h1>Hub <span id="hub-name">{{.Hub}}</span></h1>
+{{if .StateErr}}<p class="bad">{{.StateErr}}</p>{{end}}
+{{with .State}}<p>State: <b id="hub-state" class="{{if ne .State "active"}}bad{{end}}">{{.State}}</b> since {{when .Since}}{{if eq .State "deleted"}} (tombstoned: bundles of its old incarnation are ignored){{end}}</p>
+{{else}}<p>State: <b id="hub-state">unknown</b> (no row in status.hubs)</p>{{end}}
+{{if .Dormant}}<p>Idle: its unit was evicted from memory; its versions are kept.</p>{{end}}
 {{with .Unit}}
 <table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th><th>last error</th></tr>
 {{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> ({{secs .LastErrorAgeSec}} ago){{end}}</td></tr>{{end}}
@@ -377,7 +413,7 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 <table id="letters"><tr><th>id</th><th>stored</th><th>reason</th><th>type</th><th>version</th><th>replay</th><th>error</th></tr>
 {{range .Letters}}<tr><td>{{.ID}}</td><td>{{when .CreatedAt}}</td><td>{{.Reason}}</td><td>{{.Type}}</td><td>{{.Version}}</td><td>{{.ReplayOutcome}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td colspan="7">none</td></tr>{{end}}
 </table>
-<p>Re-drive them with <code>stb deadletters replay --hub NAME</code> once the cause is fixed.</p>
+<p>Re-drive them with <code>stb deadletters replay --hub NAME</code> once the cause is fixed. Remove the hub with <code>stb hub delete NAME</code>.</p>
 </body></html>`))
 
 var deadLettersTmpl = template.Must(template.New("deadletters").Funcs(consoleFuncs).Parse(consoleHead + `

@@ -86,6 +86,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	workers := start(&g, "dispatcher", failed, b.dispatcher.Run)
 	letters := start(&g, "dead letters", failed, b.rejects.Run)
 	commits := start(&g, "committer", failed, b.committer.Run)
+	hubs := start(&g, "hub lifecycle", failed, b.hubs.Run)
 	var servers []*component
 	for _, srv := range b.servers {
 		b.logger.Info("http listening", zap.String("server", srv.name), zap.String("addr", srv.ln.Addr().String()))
@@ -136,6 +137,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else {
 		late("stop the dead-letter queue")
 	}
+	hubs.stop(sctx) // it writes nothing the commit depends on
 	if commits.stop(sctx) { // 4
 		if err := b.committer.Commit(sctx); err != nil {
 			b.logger.Error("final offset commit failed", zap.Error(err))

@@ -1,0 +1,390 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// HubAction is what a hub request does.
+type HubAction string
+
+// The hub requests (README "Hub lifecycle").
+const (
+	// DeleteHub removes every row of the hub and leaves tombstones in
+	// status.bundle_versions, so that bundles of its incarnation still in
+	// Kafka cannot bring it back; a newer incarnation can.
+	DeleteHub HubAction = "delete"
+	// ResetHub removes every row of the hub and its versions, so that its
+	// next bundles apply whatever their version: for a hub rebuilt from
+	// scratch whose incarnation went backwards.
+	ResetHub HubAction = "reset"
+)
+
+// HubRequestChannel is the NOTIFY channel a committed request is announced
+// on, with its id as payload. Bridges LISTEN on it and also poll
+// status.hub_requests, the durable record.
+const HubRequestChannel = "stb_hub_requests"
+
+// HubRequest asks for a hub's delete or reset.
+type HubRequest struct {
+	Hub    string
+	Action HubAction
+	// RequestedBy says who asked, for the record: "stb hub delete",
+	// "--hub-delete-after".
+	RequestedBy string
+	// Types are every bundle type the bridges know: a delete leaves a
+	// tombstone for each, including types the hub never sent, which a
+	// bridge writing one concurrently would otherwise bring back.
+	Types []string
+	// InactiveFor, when positive, applies the request only to a hub that
+	// has been inactive at least that long when its rows are locked.
+	InactiveFor time.Duration
+}
+
+// HubResult is what a request did.
+type HubResult struct {
+	// ID is the request's id in status.hub_requests; 0 when Skipped.
+	ID int64
+	// Removed counts the hub's data rows deleted, Versions its
+	// status.bundle_versions rows replaced by tombstones or removed.
+	Removed, Versions int64
+	// Tombstone is the incarnation a delete's tombstones fence: bundles
+	// of it and older are stale.
+	Tombstone uint64
+	// AlreadyDeleted: the hub was deleted before (and has not sent a newer
+	// incarnation since).
+	AlreadyDeleted bool
+	// Skipped: InactiveFor was set and the hub was not inactive that long.
+	Skipped bool
+}
+
+// TombstoneGeneration is the generation of a tombstone: the largest, so
+// that no bundle of the tombstone's incarnation is newer.
+const TombstoneGeneration = math.MaxUint64
+
+// hubTablesSQL lists every table holding rows of a hub, found by their hub
+// column, so that a table a later migration adds is covered without being
+// named here. Dead letters stay (they are the record of what went wrong;
+// stb deadletters purge removes them); versions and requests are handled
+// on their own.
+const hubTablesSQL = `
+SELECT c.oid::regclass::text
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attname = 'hub' AND NOT a.attisdropped
+  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname IN ('status', 'event')
+  AND c.relname NOT IN ('bundle_versions', 'dead_letters', 'hub_requests')
+ORDER BY 1`
+
+// ApplyHubRequest deletes or resets a hub in one transaction and records
+// the request, announcing it to the running bridges when it commits. It
+// is idempotent: a second delete finds nothing to remove and keeps the
+// tombstones.
+//
+// Bridges may be writing the hub meanwhile. The transaction takes the
+// hub's version rows first, in type order, as every bridge's version
+// fence takes the row of the type it writes before anything else of the
+// hub: a write in progress finishes before the rows are removed, and one
+// that comes after finds the tombstone (a delete) and writes nothing. A
+// reset has no tombstone: a bundle of the old incarnation written at that
+// moment can land after it (README "Hub lifecycle").
+func ApplyHubRequest(ctx context.Context, pool interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, req HubRequest) (HubResult, error) {
+	var res HubResult
+	switch req.Action {
+	case DeleteHub, ResetHub:
+	default:
+		return res, fmt.Errorf("db: unknown hub action %q", req.Action)
+	}
+	if req.Hub == "" {
+		return res, errors.New("db: hub request without a hub")
+	}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		res = HubResult{}
+		if err := lockVersions(ctx, tx, req, &res); err != nil {
+			return err
+		}
+		state, err := markHub(ctx, tx, req)
+		if err != nil {
+			return err
+		}
+		switch {
+		case state == "skip":
+			res = HubResult{Skipped: true}
+			return errSkip
+		case state == "deleted" && req.Action == DeleteHub:
+			res.AlreadyDeleted = true
+		}
+		if res.Removed, err = deleteHubRows(ctx, tx, req.Hub); err != nil {
+			return err
+		}
+		var tomb any
+		if req.Action == DeleteHub {
+			tomb = strconv.FormatUint(res.Tombstone, 10)
+		}
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO status.hub_requests (hub, action, requested_by, removed, tombstone)
+			VALUES ($1, $2, $3, $4, $5::numeric) RETURNING id`,
+			req.Hub, string(req.Action), req.RequestedBy, res.Removed, tomb).Scan(&res.ID); err != nil {
+			return fmt.Errorf("record the request: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, HubRequestChannel, strconv.FormatInt(res.ID, 10)); err != nil {
+			return fmt.Errorf("announce the request: %w", err)
+		}
+		return nil
+	})
+	if errors.Is(err, errSkip) {
+		return res, nil
+	}
+	if err != nil {
+		return HubResult{}, fmt.Errorf("db: %s hub %q: %w", req.Action, req.Hub, err)
+	}
+	return res, nil
+}
+
+var errSkip = errors.New("skip")
+
+// lockVersions takes the hub's version rows: a delete turns every type's
+// row into a tombstone (creating the missing ones), a reset removes them.
+func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult) error {
+	if req.Action == ResetHub {
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM status.bundle_versions WHERE (hub, bundle_type) IN (
+				SELECT hub, bundle_type FROM status.bundle_versions
+				WHERE hub = $1 ORDER BY bundle_type FOR UPDATE)`, req.Hub)
+		if err != nil {
+			return fmt.Errorf("remove versions: %w", err)
+		}
+		res.Versions = tag.RowsAffected()
+		return nil
+	}
+	if len(req.Types) == 0 {
+		return errors.New("a delete needs the bundle types to leave tombstones for")
+	}
+	// Lock the existing rows in type order first, so that the incarnation
+	// read is the newest any bridge wrote. A row of a type new to the hub
+	// written meanwhile keeps its incarnation if it is newer (greatest):
+	// every row ends a tombstone.
+	var inc string
+	if err := tx.QueryRow(ctx, `
+		SELECT coalesce(max(incarnation), 0)::text FROM (
+			SELECT incarnation FROM status.bundle_versions
+			WHERE hub = $1 ORDER BY bundle_type FOR UPDATE) v`, req.Hub).Scan(&inc); err != nil {
+		return fmt.Errorf("lock versions: %w", err)
+	}
+	var err error
+	if res.Tombstone, err = strconv.ParseUint(inc, 10, 64); err != nil {
+		return fmt.Errorf("incarnation %q: %w", inc, err)
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO status.bundle_versions AS v (hub, bundle_type, incarnation, generation, applied_at)
+		SELECT $1, t, $2::numeric, $3::numeric, now() FROM unnest($4::text[]) AS t ORDER BY t
+		ON CONFLICT (hub, bundle_type) DO UPDATE SET
+			incarnation = greatest(v.incarnation, excluded.incarnation), generation = excluded.generation,
+			topic = '', "partition" = -1, "offset" = -1, applied_at = excluded.applied_at`,
+		req.Hub, inc, strconv.FormatUint(TombstoneGeneration, 10), req.Types)
+	if err != nil {
+		return fmt.Errorf("leave tombstones: %w", err)
+	}
+	res.Versions = tag.RowsAffected()
+	return nil
+}
+
+// markHub sets the hub's state for the request and returns the state it
+// had ("" for a hub without a row), or "skip" when InactiveFor rules it
+// out.
+func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (string, error) {
+	var prev string
+	err := tx.QueryRow(ctx, `SELECT state FROM status.hubs WHERE name = $1 FOR UPDATE`, req.Hub).Scan(&prev)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("lock hub: %w", err)
+	}
+	if req.InactiveFor > 0 {
+		var ok bool
+		if err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM status.hubs WHERE name = $1 AND state = 'inactive'
+				AND state_since <= now() - make_interval(secs => $2))`,
+			req.Hub, req.InactiveFor.Seconds()).Scan(&ok); err != nil {
+			return "", fmt.Errorf("check inactive: %w", err)
+		}
+		if !ok {
+			return "skip", nil
+		}
+	}
+	if req.Action == ResetHub {
+		return prev, nil
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO status.hubs AS h (name, state, state_since) VALUES ($1, 'deleted', now())
+		ON CONFLICT (name) DO UPDATE SET
+			state = 'deleted', updated_at = now(),
+			state_since = CASE WHEN h.state = 'deleted' THEN h.state_since ELSE now() END`, req.Hub); err != nil {
+		return "", fmt.Errorf("mark deleted: %w", err)
+	}
+	return prev, nil
+}
+
+// deleteHubRows removes the hub's rows from every table that has them.
+func deleteHubRows(ctx context.Context, tx pgx.Tx, hub string) (int64, error) {
+	rows, err := tx.Query(ctx, hubTablesSQL)
+	if err != nil {
+		return 0, fmt.Errorf("list tables: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("list tables: %w", err)
+	}
+	var n int64
+	for _, t := range tables {
+		// t comes from regclass::text, quoted as needed.
+		tag, err := tx.Exec(ctx, "DELETE FROM "+t+" WHERE hub = $1", hub)
+		if err != nil {
+			return 0, fmt.Errorf("delete from %s: %w", t, err)
+		}
+		n += tag.RowsAffected()
+	}
+	return n, nil
+}
+
+// HubRequestRecord is a request as status.hub_requests holds it.
+type HubRequestRecord struct {
+	ID     int64
+	Hub    string
+	Action HubAction
+}
+
+// LastHubRequest returns the id of the newest request, 0 when none: a
+// bridge reads it before it loads the versions, and then applies the
+// requests after it.
+func LastHubRequest(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int64, error) {
+	var id int64
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM status.hub_requests`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("db: last hub request: %w", err)
+	}
+	return id, nil
+}
+
+// HubRequestsAfter returns the requests with an id above after, oldest
+// first.
+func HubRequestsAfter(ctx context.Context, q Querier, after int64) ([]HubRequestRecord, error) {
+	rows, err := q.Query(ctx, `SELECT id, hub, action FROM status.hub_requests WHERE id > $1 ORDER BY id`, after)
+	if err != nil {
+		return nil, fmt.Errorf("db: hub requests: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (HubRequestRecord, error) {
+		var r HubRequestRecord
+		err := row.Scan(&r.ID, &r.Hub, &r.Action)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("db: hub requests: %w", err)
+	}
+	return out, nil
+}
+
+// LoadHubVersions returns the stored versions of one hub (its tombstones,
+// after a delete).
+func LoadHubVersions(ctx context.Context, q Querier, hub string) ([]StoredVersion, error) {
+	return loadVersions(ctx, q, `
+		SELECT hub, bundle_type, incarnation::text, generation::text
+		FROM status.bundle_versions WHERE hub = $1
+		ORDER BY bundle_type`, hub)
+}
+
+// MarkInactiveHubs marks inactive every active hub with no heartbeat
+// received for after (counting from when it became active, for a hub that
+// never sent one) and returns how many it marked.
+func MarkInactiveHubs(ctx context.Context, e Execer, after time.Duration) (int64, error) {
+	tag, err := e.Exec(ctx, `
+		UPDATE status.hubs h SET state = 'inactive', state_since = now()
+		WHERE h.state = 'active'
+		  AND coalesce((SELECT hb.received_at FROM status.hub_heartbeats hb WHERE hb.hub = h.name),
+		               h.state_since) < now() - make_interval(secs => $1)`, after.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("db: mark inactive hubs: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// HubsInactiveFor returns the hubs inactive for at least d, oldest first.
+func HubsInactiveFor(ctx context.Context, q Querier, d time.Duration) ([]string, error) {
+	rows, err := q.Query(ctx, `
+		SELECT name FROM status.hubs
+		WHERE state = 'inactive' AND state_since <= now() - make_interval(secs => $1)
+		ORDER BY state_since`, d.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("db: inactive hubs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("db: inactive hubs: %w", err)
+	}
+	return out, nil
+}
+
+// HubStates counts the hubs in each state.
+type HubStates struct {
+	Active, Inactive, Deleted int64
+}
+
+// CountHubStates counts status.hubs by state.
+func CountHubStates(ctx context.Context, q Querier) (HubStates, error) {
+	var s HubStates
+	rows, err := q.Query(ctx, `SELECT state, count(*) FROM status.hubs GROUP BY state`)
+	if err != nil {
+		return s, fmt.Errorf("db: count hubs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			state string
+			n     int64
+		)
+		if err := rows.Scan(&state, &n); err != nil {
+			return s, fmt.Errorf("db: count hubs: %w", err)
+		}
+		switch state {
+		case "active":
+			s.Active = n
+		case "inactive":
+			s.Inactive = n
+		case "deleted":
+			s.Deleted = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("db: count hubs: %w", err)
+	}
+	return s, nil
+}
+
+// HubStatus is a hub's row of status.hubs.
+type HubStatus struct {
+	State string
+	Since time.Time
+}
+
+// LoadHubStatus returns the hub's state; ok is false for a hub without a row.
+func LoadHubStatus(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, hub string) (st HubStatus, ok bool, err error) {
+	err = q.QueryRow(ctx, `SELECT state, state_since FROM status.hubs WHERE name = $1`, hub).Scan(&st.State, &st.Since)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, fmt.Errorf("db: hub %q: %w", hub, err)
+	}
+	return st, true, nil
+}
