@@ -128,9 +128,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg:   cfg,
-		index: make(map[string]int, len(cfg.Types)),
-		queue: NewReadyQueue(),
+		cfg:     cfg,
+		index:   make(map[string]int, len(cfg.Types)),
+		queue:   NewReadyQueue(),
 		units:   map[string]*Unit{},
 		dormant: map[string][]dormantSlot{},
 

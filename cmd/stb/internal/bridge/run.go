@@ -137,7 +137,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else {
 		late("stop the dead-letter queue")
 	}
-	hubs.stop(sctx) // it writes nothing the commit depends on
+	hubs.stop(sctx)         // it writes nothing the commit depends on
 	if commits.stop(sctx) { // 4
 		if err := b.committer.Commit(sctx); err != nil {
 			b.logger.Error("final offset commit failed", zap.Error(err))
