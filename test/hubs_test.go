@@ -1,0 +1,168 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// produce sends records to partition 0 of "status", in order.
+func (e *env) produce(recs ...*kgo.Record) {
+	e.t.Helper()
+	for _, r := range recs {
+		r.Topic, r.Partition = "status", 0
+	}
+	if err := e.producer().ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// clustersOf returns the hub's managed cluster names, sorted.
+func (e *env) clustersOf(hub string) string {
+	e.t.Helper()
+	var names string
+	if err := e.pool.QueryRow(context.Background(), `
+		SELECT coalesce(string_agg(cluster_name, ',' ORDER BY cluster_name), '')
+		FROM status.managed_clusters WHERE hub = $1`, hub).Scan(&names); err != nil {
+		e.t.Fatal(err)
+	}
+	return names
+}
+
+// hubState returns the hub's state in status.hubs ("" without a row).
+func (e *env) hubState(hub string) string {
+	e.t.Helper()
+	var st string
+	err := e.pool.QueryRow(context.Background(), `SELECT state FROM status.hubs WHERE name = $1`, hub).Scan(&st)
+	if err != nil && !strings.Contains(err.Error(), "no rows") {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// waitFor polls cond until it holds or the timeout ends.
+func (e *env) waitFor(what string, timeout time.Duration, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func clusters(names ...string) []byte {
+	var objs []string
+	for _, n := range names {
+		objs = append(objs, fmt.Sprintf(`{"metadata":{"name":%q,"uid":"uid-%s"}}`, n, n))
+	}
+	return []byte(`{"objects":[` + strings.Join(objs, ",") + `]}`)
+}
+
+// TestHubDeleteAndResetWhileRunning: an operator deletes a hub and resets
+// another while the bridge runs. The deleted hub's rows go at once; a
+// bundle of its old incarnation read afterwards cannot bring it back; a
+// newer incarnation can. The reset hub, rebuilt with a lower incarnation,
+// is written without restarting the bridge, which must have dropped the
+// versions it held in memory.
+func TestHubDeleteAndResetWhileRunning(t *testing.T) {
+	e := newEnv(t, 1)
+	e.produce(
+		ceRecord("a1", "hub-a", "managedclusters", "3.1", clusters("a1", "a2")),
+		ceRecord("r1", "hub-r", "managedclusters", "7.5", clusters("r-old")),
+		ceRecord("k1", "hub-keep", "managedclusters", "1.1", clusters("k1")),
+	)
+	b := e.startBridge()
+	e.waitFor("the three hubs written", time.Minute, func() bool {
+		return e.clustersOf("hub-a") == "a1,a2" && e.clustersOf("hub-r") == "r-old" && e.clustersOf("hub-keep") == "k1"
+	})
+
+	out, err := e.stb("hub", "delete", "hub-a", "--database-url", e.dbURL)
+	if err != nil || !strings.Contains(out, `hub "hub-a" deleted: 2 rows removed`) || !strings.Contains(out, "tombstones at incarnation 3") {
+		t.Fatalf("stb hub delete: %v\n%s", err, out)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+	if c, st := e.clustersOf("hub-a"), e.hubState("hub-a"); c != "" || st != "deleted" {
+		t.Fatalf("after delete: clusters %q, state %q", c, st)
+	}
+	out, err = e.stb("hub", "reset", "hub-r", "--database-url", e.dbURL)
+	if err != nil || !strings.Contains(out, `hub "hub-r" reset: 1 rows removed, 1 stored versions forgotten`) {
+		t.Fatalf("stb hub reset: %v\n%s", err, out)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+	e.waitFor("the bridge to apply both requests", 30*time.Second, func() bool {
+		s, err := b.scrape()
+		return err == nil && s.sumWith("stb_hubs_requests_applied_total", "action", "delete") == 1 &&
+			s.sumWith("stb_hubs_requests_applied_total", "action", "reset") == 1
+	})
+
+	// Late copy of the deleted incarnation, the rebuilt hub's first
+	// bundle, then a marker the test waits for (one partition: in order).
+	e.produce(
+		ceRecord("a2", "hub-a", "managedclusters", "3.9", clusters("a-late")),
+		ceRecord("r2", "hub-r", "managedclusters", "1.1", clusters("r-new")),
+		ceRecord("k2", "hub-keep", "managedclusters", "1.2", clusters("k2")),
+	)
+	e.waitFor("the marker", time.Minute, func() bool { return e.clustersOf("hub-keep") == "k2" })
+	e.waitFor("the reset hub's new incarnation", 30*time.Second, func() bool { return e.clustersOf("hub-r") == "r-new" })
+	if c, st := e.clustersOf("hub-a"), e.hubState("hub-a"); c != "" || st != "deleted" {
+		t.Fatalf("a bundle of the deleted incarnation brought the hub back: clusters %q, state %q", c, st)
+	}
+
+	// A newer incarnation comes back cleanly.
+	e.produce(ceRecord("a3", "hub-a", "managedclusters", "4.1", clusters("a-new")))
+	e.waitFor("the deleted hub's newer incarnation", time.Minute, func() bool {
+		return e.clustersOf("hub-a") == "a-new" && e.hubState("hub-a") == "active"
+	})
+
+	// Idempotent: deleting twice says so and removes nothing more.
+	if _, err := e.stb("hub", "delete", "hub-gone", "--database-url", e.dbURL); err != nil {
+		t.Fatal(err)
+	}
+	out, err = e.stb("hub", "delete", "hub-gone", "--database-url", e.dbURL)
+	if err != nil || !strings.Contains(out, "already deleted") || !strings.Contains(out, "0 rows removed") {
+		t.Fatalf("second delete: %v\n%s", err, out)
+	}
+	b.stop(30 * time.Second)
+}
+
+// TestInactiveHubs: a hub that stops sending heartbeats is marked
+// inactive, counted in stb_hubs, shown on the console, and turns active
+// on its next bundle; with --hub-delete-after it is then deleted.
+func TestInactiveHubs(t *testing.T) {
+	e := newEnv(t, 1)
+	e.produce(
+		ceRecord("q1", "hub-quiet", "heartbeat", "1.1", []byte(`{}`)),
+		ceRecord("q2", "hub-quiet", "managedclusters", "1.2", clusters("q1")),
+	)
+	b := e.startBridge("--hub-inactive-after", "2s")
+	e.waitFor("the hub marked inactive", time.Minute, func() bool { return e.hubState("hub-quiet") == "inactive" })
+	e.waitFor("stb_hubs{state=inactive} 1", 30*time.Second, func() bool {
+		s, err := b.scrape()
+		return err == nil && s.sumWith("stb_hubs", "state", "inactive") == 1 && s.sumWith("stb_hubs", "state", "active") == 0
+	})
+	status, body, err := b.get("/hub?name=hub-quiet")
+	if err != nil || status != 200 || !strings.Contains(body, `id="hub-state" class="bad">inactive</b>`) {
+		t.Fatalf("hub page: %d %v\n%s", status, err, body)
+	}
+
+	e.produce(ceRecord("q3", "hub-quiet", "heartbeat", "1.3", []byte(`{}`)))
+	e.waitFor("the hub active again", 30*time.Second, func() bool { return e.hubState("hub-quiet") == "active" })
+	b.stop(30 * time.Second)
+
+	b = e.startBridge("--hub-inactive-after", "1s", "--hub-delete-after", "1s")
+	e.waitFor("the inactive hub deleted", time.Minute, func() bool {
+		return e.hubState("hub-quiet") == "deleted" && e.clustersOf("hub-quiet") == ""
+	})
+	e.waitFor("stb_hubs_deleted_inactive_total 1", 30*time.Second, func() bool {
+		s, err := b.scrape()
+		n, _ := s.sum("stb_hubs_deleted_inactive_total")
+		return err == nil && n == 1
+	})
+	b.stop(30 * time.Second)
+}
