@@ -42,6 +42,10 @@ type Config struct {
 	// evicts it, keeping only its versions in a compact form that a new
 	// unit of the hub starts from. 0 keeps units forever.
 	IdleTimeout time.Duration
+	// OnEvict, when set, is called after a WakeAll pass that evicted n > 0
+	// units, outside every lock: the bridge gives their memory back to the
+	// operating system after large evictions.
+	OnEvict func(n int)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Registerer receives the conflation metrics; nil registers nothing.
@@ -206,6 +210,7 @@ func (m *Manager) WakeAll() {
 	}
 	m.mu.RUnlock()
 	now := m.cfg.Now()
+	evicted := 0
 	for _, u := range us {
 		ready, retired := u.tick(now, m.cfg.IdleTimeout)
 		switch {
@@ -213,7 +218,13 @@ func (m *Manager) WakeAll() {
 			m.queue.Push(u)
 		case retired:
 			m.bury(u)
-			m.metrics.evicted.Inc()
+			evicted++
+		}
+	}
+	if evicted > 0 {
+		m.metrics.evicted.Add(float64(evicted))
+		if m.cfg.OnEvict != nil {
+			m.cfg.OnEvict(evicted)
 		}
 	}
 }

@@ -31,8 +31,8 @@ func chromiumPath(t *testing.T) string {
 
 // TestConsoleInABrowser drives the console of a running bridge in
 // headless Chromium: the counts, a search, a hub's page, a dead letter
-// with its reason, and a hub whose name is HTML, which must show as text
-// and run nothing. A screenshot of the overview is kept in the test's
+// with its reason, a hub whose name is HTML, which must show as text
+// and run nothing, a dry-run replay and a hub deleted from its page. A screenshot of the overview is kept in the test's
 // temporary directory (its path is logged).
 func TestConsoleInABrowser(t *testing.T) {
 	browser := chromiumPath(t)
@@ -143,5 +143,30 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !strings.Contains(shown, hostile) || listed != 0 || onPage != 0 || title != "STB console" {
 		t.Fatalf("hostile hub shown as %q; elements made of its name: %d in the search, %d on its page; title %q (its onerror sets 'pwned')",
 			shown, listed, onPage, title)
+	}
+
+	// The actions: a dry run of the dead letter's replay (still broken:
+	// it fails again, and nothing is marked), then deleting a hub from its
+	// page, its name typed to confirm.
+	do("a reason's letters", chromedp.Navigate(b.adminURL+"/deadletters?reason=bad_payload"), chromedp.WaitVisible(chromedp.CSS("#replay-reason")))
+	do("dry-run replay", chromedp.Click(chromedp.CSS("#replay-reason button")), chromedp.WaitVisible(chromedp.CSS("#action-result")))
+	replayTitle, replayed := text("#action-title"), text("#action-result")
+	var outcome string
+	if err := e.pool.QueryRow(context.Background(), `SELECT replay_outcome FROM status.dead_letters WHERE hub = 'hub-broken'`).Scan(&outcome); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(replayTitle, "dry run") || !strings.Contains(replayed, "failed 1") || !strings.Contains(replayed, "bad_payload") || outcome != "" {
+		t.Fatalf("dry-run replay: %q / %q; letter's replay outcome %q, want it unmarked", replayTitle, replayed, outcome)
+	}
+	do("a hub to delete", chromedp.Navigate(b.adminURL+"/hub?name=hub-002"), chromedp.WaitVisible(chromedp.CSS("#hub-action")))
+	do("delete it", chromedp.SetValue(chromedp.CSS("#hub-confirm"), "hub-002"), chromedp.Click(chromedp.CSS("#hub-action button")),
+		chromedp.WaitVisible(chromedp.CSS("#action-result")))
+	deleted := text("#action-result")
+	if !strings.Contains(deleted, "rows removed") || e.hubState("hub-002") != "deleted" || e.clustersOf("hub-002") != "" {
+		t.Fatalf("delete from the console: %q; state %q, clusters %q", deleted, e.hubState("hub-002"), e.clustersOf("hub-002"))
+	}
+	do("its page again", chromedp.Navigate(b.adminURL+"/hub?name=hub-002"), chromedp.WaitVisible(chromedp.CSS("#hub-state")))
+	if st := text("#hub-state"); st != "deleted" {
+		t.Fatalf("hub page shows state %q after the delete", st)
 	}
 }

@@ -3,6 +3,8 @@ package test
 import (
 	"io"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +76,65 @@ func fetch(t *testing.T, url string) (int, string) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode, string(body)
+}
+
+// TestConsoleActionsRefuseForgedRequests: the console's actions change the
+// database, so a page of another site must not be able to post them
+// through an operator's browser: without the form token, or from another
+// origin, or as a GET, nothing is done.
+func TestConsoleActionsRefuseForgedRequests(t *testing.T) {
+	e := newEnv(t, 1)
+	e.produce(ceRecord("v1", "hub-victim", "managedclusters", "1.1", clusters("v1")))
+	b := e.startBridge()
+	e.waitFor("the hub written", time.Minute, func() bool { return e.clustersOf("hub-victim") == "v1" })
+
+	_, page := fetch(t, b.adminURL+"/hub?name=hub-victim")
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form token on the hub page:\n%s", page)
+	}
+	form := func(token string) url.Values {
+		return url.Values{"csrf": {token}, "name": {"hub-victim"}, "confirm": {"hub-victim"}, "action": {"delete"}}
+	}
+	post := func(v url.Values, header map[string]string) int {
+		req, err := http.NewRequest(http.MethodPost, b.adminURL+"/actions/hub", strings.NewReader(v.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, val := range header {
+			req.Header.Set(k, val)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		name   string
+		form   url.Values
+		header map[string]string
+	}{
+		{"no token", form(""), nil},
+		{"a wrong token", form(strings.Repeat("0", len(m[1]))), nil},
+		{"another origin", form(m[1]), map[string]string{"Origin": "http://evil.example"}},
+		{"a cross-site fetch", form(m[1]), map[string]string{"Sec-Fetch-Site": "cross-site"}},
+	} {
+		if code := post(c.form, c.header); code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", c.name, code)
+		}
+	}
+	if code, _ := fetch(t, b.adminURL+"/actions/hub?csrf="+m[1]+"&name=hub-victim&confirm=hub-victim&action=delete"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET of an action: %d, want 405", code)
+	}
+	if st := e.hubState("hub-victim"); st != "active" || e.clustersOf("hub-victim") != "v1" {
+		t.Fatalf("a forged request changed the hub: state %q", st)
+	}
+	// The console's own form, from its own origin, works.
+	if code := post(form(m[1]), map[string]string{"Origin": b.adminURL, "Sec-Fetch-Site": "same-origin"}); code != http.StatusOK || e.hubState("hub-victim") != "deleted" {
+		t.Fatalf("the console's own delete: %d, state %q", code, e.hubState("hub-victim"))
+	}
+	b.stop(30 * time.Second)
 }

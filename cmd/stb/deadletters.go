@@ -10,6 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
 	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/cmd/stb/internal/humanize"
 	"github.com/stbridge/stb/cmd/stb/internal/replay"
@@ -207,15 +210,55 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	}
 	err = replay.Run(ctx, pool, cfg, logger, func(r replay.Result) {
 		counts[r.Outcome]++
-		line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome, quoted(r.Row.Hub), quoted(r.Row.Type), quoted(r.Row.Version), orDash(r.From))
-		if r.Err != nil {
-			line += fmt.Sprintf(": %s: %s", r.Reason, firstLine(r.Err.Error(), 200))
-		}
-		fmt.Println(line)
+		fmt.Println(replayLine(verb, r))
 	})
 	fmt.Printf("%s: %d applied, %d stale (nothing written), %d failed again, %d skipped (event gone)\n", verb,
 		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[replay.Skipped])
 	return err
+}
+
+// replayLine says what became of one letter.
+func replayLine(verb string, r replay.Result) string {
+	line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome, quoted(r.Row.Hub), quoted(r.Row.Type), quoted(r.Row.Version), orDash(r.From))
+	if r.Err != nil {
+		line += fmt.Sprintf(": %s: %s", r.Reason, firstLine(r.Err.Error(), 200))
+	}
+	return line
+}
+
+// consoleReplayer backs the console's replay buttons: the replay of
+// `stb deadletters replay`, with the running bridge's decoding rules and
+// Kafka connection.
+type consoleReplayer struct {
+	cfg    replay.Config
+	logger *zap.Logger
+}
+
+// maxConsoleLines caps the lines a replay shows on the console.
+const maxConsoleLines = 200
+
+func newConsoleReplayer(b bridge.Config, logger *zap.Logger) consoleReplayer {
+	cfg := replay.DefaultConfig()
+	cfg.KafkaBrokers, cfg.KafkaProperties = b.KafkaBrokers, b.KafkaProperties
+	cfg.TypePrefix, cfg.VerifySource, cfg.MaxBundleBytes, cfg.Profiles = b.TypePrefix, b.VerifySource, int(b.MaxBundleBytes), b.Profiles
+	return consoleReplayer{cfg: cfg, logger: logger}
+}
+
+func (c consoleReplayer) Replay(ctx context.Context, pool *pgxpool.Pool, f deadletter.Filter, dryRun bool) (bridge.ReplaySummary, error) {
+	cfg := c.cfg
+	cfg.Filter, cfg.DryRun = f, dryRun
+	verb := "replay"
+	if dryRun {
+		verb = "dry run"
+	}
+	sum := bridge.ReplaySummary{Counts: map[string]int{}}
+	err := replay.Run(ctx, pool, cfg, c.logger, func(r replay.Result) {
+		sum.Counts[r.Outcome]++
+		if len(sum.Lines) < maxConsoleLines {
+			sum.Lines = append(sum.Lines, replayLine(verb, r))
+		}
+	})
+	return sum, err
 }
 
 func orDash(s string) string {

@@ -26,7 +26,7 @@ func runCmd(ctx context.Context, args []string) error {
 		zap.String("kafka_brokers", cfg.KafkaBrokers), zap.Strings("topics", cfg.KafkaTopics),
 		zap.String("group", cfg.KafkaGroupID), zap.Stringer("kafka_properties", propertyFlag(cfg.KafkaProperties)),
 		zap.String("database", db.RedactURL(cfg.DatabaseURL)), zap.Int("db_pool_size", cfg.DBPoolSize))
-	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
+	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger, Replayer: newConsoleReplayer(cfg, logger.Named("replay"))})
 	if err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM while starting (a rollout that replaced the pod at

@@ -33,6 +33,7 @@ func (s *simFlags) bind(fs interface {
 }) {
 	fs.IntVar(&s.cfg.Hubs, "hubs", 50, "number of simulated hubs")
 	fs.IntVar(&s.cfg.Clusters, "clusters", 20, "managed clusters per hub")
+	fs.IntVar(&s.cfg.Policies, "policies", 0, "policies per hub at the start (0 = default 5, negative = none: hubs send only clusters and heartbeats)")
 	fs.IntVar(&s.cfg.Generations, "generations", 20, "rounds; in each every hub sends one bundle of each type")
 	fs.Int64Var(&s.cfg.Seed, "seed", 1, "random seed; the same seed sends the same bundles")
 	fs.Float64Var(&s.cfg.Rate, "rate", 0, "messages per second over all hubs; 0 is as fast as Kafka takes them")

@@ -38,6 +38,9 @@ type Deps struct {
 	// Registry receives every metric and is served on /metrics; nil makes
 	// a fresh one (with the Go and process collectors).
 	Registry *prometheus.Registry
+	// Replayer backs the console's replay buttons; nil shows the command
+	// line instead.
+	Replayer Replayer
 }
 
 // Bridge is the whole pipeline, wired: reader → conflation → dispatcher →
@@ -65,6 +68,11 @@ type Bridge struct {
 	overview overviewCache
 	// hubs applies hub deletes and resets and sweeps hub states.
 	hubs *hubLifecycle
+	// memory gives evicted units' memory back to the system.
+	memory memoryReleaser
+	// replayer and csrf serve the console's actions.
+	replayer Replayer
+	csrf     string
 
 	closeOnce sync.Once
 }
@@ -76,7 +84,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry}
+	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry, replayer: deps.Replayer, csrf: newCSRFToken()}
 	if b.logger == nil {
 		b.logger = zap.NewNop()
 	}
@@ -116,6 +124,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		MaxDeltaBytes:     int(cfg.MaxDeltaBytes),
 		DependencyTimeout: cfg.DependencyTimeout,
 		IdleTimeout:       cfg.UnitIdleTimeout,
+		OnEvict:           b.memory.evicted,
 		NoConflation:      !cfg.Conflation,
 		Registerer:        b.registry,
 	})

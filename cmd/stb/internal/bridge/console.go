@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"html/template"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/pkg/db"
@@ -230,20 +233,40 @@ func (t *topK[T]) sorted() []T {
 }
 
 // searchHubs returns the names of at most consoleRows hubs containing q,
-// sorted, and whether there were more.
-func (b *Bridge) searchHubs(q string) ([]string, bool) {
-	var names []string
+// sorted, and whether there were more: the units in memory and the hubs
+// the database knows (evicted when idle, held by another replica, or
+// deleted).
+func (b *Bridge) searchHubs(ctx context.Context, q string) ([]string, bool, error) {
+	first := topK[string]{k: consoleRows + 1, cmp: strings.Compare}
 	b.manager.Range(func(u *conflation.Unit) bool {
 		if strings.Contains(u.Hub, q) {
-			names = append(names, u.Hub)
+			first.add(u.Hub)
 		}
 		return true
 	})
-	slices.Sort(names)
-	if len(names) > consoleRows {
-		return names[:consoleRows], true
+	seen := map[string]bool{}
+	for _, n := range first.heap {
+		seen[n] = true
 	}
-	return names, false
+	var err error
+	if b.controlPool != nil {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var rows pgx.Rows
+		rows, err = b.controlPool.Query(qctx, `SELECT name FROM status.hubs WHERE strpos(name, $1) > 0 ORDER BY name LIMIT $2`, q, consoleRows+1)
+		if err == nil {
+			var names []string
+			names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			for _, n := range names {
+				seen[n] = true
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(seen))
+	if len(names) > consoleRows {
+		return names[:consoleRows], true, err
+	}
+	return names, false, err
 }
 
 func (b *Bridge) consoleRoutes(mux *http.ServeMux) {
@@ -253,6 +276,7 @@ func (b *Bridge) consoleRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /hub", b.hubPage)
 	mux.HandleFunc("GET /deadletters", b.deadLettersPage)
+	b.actionRoutes(mux)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -266,15 +290,15 @@ func (b *Bridge) overviewPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query().Get("q")
 	data := map[string]any{"O": b.Overview(r.Context()), "Q": q}
 	if q != "" {
-		names, more := b.searchHubs(q)
-		data["Found"], data["More"] = names, more
+		names, more, err := b.searchHubs(r.Context(), q)
+		data["Found"], data["More"], data["SearchErr"] = names, more, err
 	}
 	render(w, overviewTmpl, data)
 }
 
 func (b *Bridge) hubPage(w http.ResponseWriter, r *http.Request) {
 	hub := r.URL.Query().Get("name")
-	data := map[string]any{"Hub": hub, "Q": ""}
+	data := map[string]any{"Hub": hub, "Q": "", "CSRF": b.csrf, "CanReplay": b.replayer != nil}
 	if u, ok := b.manager.Lookup(hub); ok {
 		data["Unit"] = u.Snapshot()
 	} else {
@@ -296,7 +320,7 @@ func (b *Bridge) hubPage(w http.ResponseWriter, r *http.Request) {
 
 func (b *Bridge) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	reason := r.URL.Query().Get("reason")
-	data := map[string]any{"Reason": reason, "Q": ""}
+	data := map[string]any{"Reason": reason, "Q": "", "CSRF": b.csrf, "CanReplay": b.replayer != nil}
 	if b.controlPool != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -357,7 +381,7 @@ var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Pa
 <span>counted <b id="c-asof">{{secs .AsOfSec}}</b> ago</span>
 </p>
 {{end}}
-{{if .Q}}<h2>Hubs matching “{{.Q}}”</h2>
+{{if .Q}}<h2>Hubs matching “{{.Q}}”</h2>{{if .SearchErr}}<p class="bad">database not searched: {{.SearchErr}}</p>{{end}}
 {{if .Found}}<ul id="found">{{range .Found}}<li><a href="/hub?name={{.}}">{{.}}</a></li>{{end}}</ul>{{if .More}}<p>more than these; narrow the search</p>{{end}}
 {{else}}<p id="found">no hub matches</p>{{end}}{{end}}
 {{with .O}}
@@ -413,7 +437,14 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 <table id="letters"><tr><th>id</th><th>stored</th><th>reason</th><th>type</th><th>version</th><th>replay</th><th>error</th></tr>
 {{range .Letters}}<tr><td>{{.ID}}</td><td>{{when .CreatedAt}}</td><td>{{.Reason}}</td><td>{{.Type}}</td><td>{{.Version}}</td><td>{{.ReplayOutcome}}</td><td>{{.Error}}</td></tr>{{else}}<tr><td colspan="7">none</td></tr>{{end}}
 </table>
-<p>Re-drive them with <code>stb deadletters replay --hub NAME</code> once the cause is fixed. Remove the hub with <code>stb hub delete NAME</code>.</p>
+{{if .Letters}}{{if .CanReplay}}<form method="post" action="/actions/replay" id="replay-hub"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="hub" value="{{.Hub}}">
+<button>replay this hub's letters</button> <label><input type="checkbox" name="dry_run" checked> dry run</label> (once the cause is fixed; the version fence keeps the database from going back)</form>
+{{else}}<p>Re-drive them with <code>stb deadletters replay --hub NAME</code> once the cause is fixed.</p>{{end}}{{end}}
+<h2>Delete or reset</h2>
+<form method="post" action="/actions/hub" id="hub-action"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="name" value="{{.Hub}}">
+<select name="action"><option value="delete">delete: remove its rows, ignore its old incarnation</option><option value="reset">reset: remove its rows and versions (incarnation went back)</option></select>
+type its name to confirm <input name="confirm" id="hub-confirm" autocomplete="off"> <button>apply</button></form>
+<p>The same as <code>stb hub delete|reset NAME</code>; every bridge drops what it holds of the hub.</p>
 </body></html>`))
 
 var deadLettersTmpl = template.Must(template.New("deadletters").Funcs(consoleFuncs).Parse(consoleHead + `
@@ -424,8 +455,14 @@ var deadLettersTmpl = template.Must(template.New("deadletters").Funcs(consoleFun
 </table>
 {{if .Reason}}<h2>Newest {{.Reason}} letters</h2>
 {{range .Letters}}<div class="letter"><h3>#{{.ID}} · <a href="/hub?name={{.Hub}}">{{.Hub}}</a> · {{.Type}} {{.Version}} · {{.Origin.Topic}}/{{.Origin.Partition}}@{{.Origin.Offset}} · {{when .CreatedAt}}{{if .ReplayOutcome}} · replay {{.ReplayOutcome}}{{end}}</h3>
+{{if $.CanReplay}}<form method="post" action="/actions/replay" class="replay-one"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><input type="hidden" name="reason" value="{{$.Reason}}"><button>replay #{{.ID}}</button> <label><input type="checkbox" name="dry_run" checked> dry run</label></form>{{end}}
 <p class="bad">{{.Error}}</p>
 <pre>{{headers .Headers}}</pre><pre>{{preview .Data}}</pre></div>{{end}}
-<p>List them with <code>stb deadletters list --reason {{.Reason}}</code>; re-drive them with <code>stb deadletters replay --reason {{.Reason}}</code>.</p>
+<p>List them with <code>stb deadletters list --reason {{.Reason}}</code>; re-drive them with <code>stb deadletters replay --reason {{.Reason}}</code>{{if .CanReplay}} or here{{end}}.</p>
+{{if .CanReplay}}<form method="post" action="/actions/replay" id="replay-reason"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="reason" value="{{.Reason}}">
+<button>replay the {{.Reason}} letters</button> <label><input type="checkbox" name="dry_run" id="replay-dry" checked> dry run</label></form>{{end}}
 {{end}}
+<h2>Purge</h2>
+<form method="post" action="/actions/purge" id="purge"><input type="hidden" name="csrf" value="{{.CSRF}}">
+delete the letters stored more than <input name="before" value="720h" size="6"> ago <button>purge</button></form>
 </body></html>`))

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -48,7 +49,10 @@ func TestConsoleBoundedAtManyHubs(t *testing.T) {
 	if o.Hubs != 5000 || o.Held != 5000 || len(o.Problems) != consoleRows {
 		t.Fatalf("overview: %d hubs, %d held, %d problems", o.Hubs, o.Held, len(o.Problems))
 	}
-	names, more := b.searchHubs("hub-00")
+	names, more, err := b.searchHubs(t.Context(), "hub-00")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(names) != consoleRows || !more || names[0] != "hub-000000" {
 		t.Fatalf("search: %d names (more %v), first %q", len(names), more, names[0])
 	}
@@ -107,7 +111,7 @@ func BenchmarkConsole(b *testing.B) {
 		var buf bytes.Buffer
 		for b.Loop() {
 			buf.Reset()
-			names, more := br.searchHubs("hub-1999")
+			names, more, _ := br.searchHubs(context.Background(), "hub-1999")
 			if err := overviewTmpl.Execute(&buf, map[string]any{"O": Overview{}, "Q": "hub-1999", "Found": names, "More": more}); err != nil {
 				b.Fatal(err)
 			}

@@ -1,0 +1,193 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/deadletter"
+)
+
+// Replayer re-drives dead letters as `stb deadletters replay` does. The
+// replay decodes with the bridge's own rules and lives above this package,
+// so cmd/stb provides it (Deps.Replayer); without one the console offers
+// the command line instead of a button.
+type Replayer interface {
+	// Replay replays the letters f selects and returns one line per
+	// letter and the counts by outcome.
+	Replay(ctx context.Context, pool *pgxpool.Pool, f deadletter.Filter, dryRun bool) (ReplaySummary, error)
+}
+
+// ReplaySummary is what a replay did.
+type ReplaySummary struct {
+	Lines  []string
+	Counts map[string]int
+}
+
+// actionTimeout bounds one console action.
+const actionTimeout = 2 * time.Minute
+
+// newCSRFToken returns the token every console form carries: random per
+// process, so a page of another site cannot post a form the console takes.
+func newCSRFToken() string {
+	var raw [24]byte
+	_, _ = rand.Read(raw[:])
+	return hex.EncodeToString(raw[:])
+}
+
+// checkAction accepts a console action only as a POST that carries the
+// process's form token and, when the browser says where it comes from,
+// comes from the console itself.
+func (b *Bridge) checkAction(w http.ResponseWriter, r *http.Request) bool {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(b.csrf)) != 1 {
+		http.Error(w, "missing or stale form token: reload the page", http.StatusForbidden)
+		return false
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		http.Error(w, "cross-site request refused", http.StatusForbidden)
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if u, err := url.Parse(origin); err != nil || u.Host != r.Host {
+			http.Error(w, "cross-origin request refused", http.StatusForbidden)
+			return false
+		}
+	}
+	return true
+}
+
+// actionResult is the page an action answers with.
+type actionResult struct {
+	Title string
+	Lines []string
+	Err   error
+	Back  string
+}
+
+func (b *Bridge) actionRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /actions/replay", b.replayAction)
+	mux.HandleFunc("POST /actions/purge", b.purgeAction)
+	mux.HandleFunc("POST /actions/hub", b.hubAction)
+}
+
+// replayAction replays one letter (id) or those of a reason, dry or not.
+func (b *Bridge) replayAction(w http.ResponseWriter, r *http.Request) {
+	if !b.checkAction(w, r) {
+		return
+	}
+	res := actionResult{Title: "Replay", Back: "/deadletters"}
+	f := deadletter.Filter{Reason: deadletter.Reason(r.PostForm.Get("reason")), Hub: r.PostForm.Get("hub")}
+	if s := r.PostForm.Get("id"); s != "" {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			http.Error(w, "bad id", http.StatusBadRequest)
+			return
+		}
+		f.IDs = []int64{id}
+	}
+	if len(f.IDs) == 0 && f.Reason == "" && f.Hub == "" {
+		http.Error(w, "say which letters: an id, a reason or a hub", http.StatusBadRequest)
+		return
+	}
+	if f.Reason != "" {
+		res.Back = "/deadletters?reason=" + url.QueryEscape(string(f.Reason))
+	}
+	dry := r.PostForm.Get("dry_run") != ""
+	if dry {
+		res.Title = "Replay (dry run: nothing written, nothing marked)"
+	}
+	switch {
+	case b.replayer == nil:
+		res.Err = fmt.Errorf("this bridge has no replayer: run stb deadletters replay")
+	default:
+		ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+		defer cancel()
+		sum, err := b.replayer.Replay(ctx, b.controlPool, f, dry)
+		res.Lines, res.Err = sum.Lines, err
+		res.Lines = append(res.Lines, fmt.Sprintf("applied %d, stale %d, failed %d, skipped %d",
+			sum.Counts["applied"], sum.Counts["stale"], sum.Counts["failed"], sum.Counts["skipped"]))
+		b.logger.Info("console: dead letters replayed", zap.Any("counts", sum.Counts), zap.Bool("dry_run", dry), zap.Error(err))
+	}
+	render(w, actionTmpl, res)
+}
+
+// purgeAction deletes the letters stored before a duration ago.
+func (b *Bridge) purgeAction(w http.ResponseWriter, r *http.Request) {
+	if !b.checkAction(w, r) {
+		return
+	}
+	res := actionResult{Title: "Purge", Back: "/deadletters"}
+	d, err := time.ParseDuration(r.PostForm.Get("before"))
+	if err != nil || d < 0 {
+		http.Error(w, "before: want a duration such as 720h", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	n, err := deadletter.Purge(ctx, b.controlPool, deadletter.Filter{Before: time.Now().Add(-d)})
+	res.Err = err
+	if err == nil {
+		res.Lines = []string{fmt.Sprintf("%d dead letters stored more than %s ago deleted", n, d)}
+		b.logger.Info("console: dead letters purged", zap.Int64("deleted", n), zap.Duration("before", d))
+	}
+	render(w, actionTmpl, res)
+}
+
+// hubAction deletes or resets a hub, as stb hub delete|reset does; the
+// name must be typed twice.
+func (b *Bridge) hubAction(w http.ResponseWriter, r *http.Request) {
+	if !b.checkAction(w, r) {
+		return
+	}
+	hub, action := r.PostForm.Get("name"), db.HubAction(r.PostForm.Get("action"))
+	res := actionResult{Title: fmt.Sprintf("Hub %s", action), Back: "/hub?name=" + url.QueryEscape(hub)}
+	switch {
+	case action != db.DeleteHub && action != db.ResetHub:
+		http.Error(w, "action: want delete or reset", http.StatusBadRequest)
+		return
+	case hub == "" || r.PostForm.Get("confirm") != hub:
+		res.Err = fmt.Errorf("type the hub's name to confirm; nothing was done")
+		render(w, actionTmpl, res)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	out, err := db.ApplyHubRequest(ctx, b.controlPool, db.HubRequest{
+		Hub: hub, Action: action, RequestedBy: "console", Types: dbsyncers.AllTypeNames(),
+	})
+	res.Err = err
+	if err == nil {
+		switch action {
+		case db.DeleteHub:
+			res.Lines = []string{fmt.Sprintf("%d rows removed; %d versions are tombstones at incarnation %d (request %d)",
+				out.Removed, out.Versions, out.Tombstone, out.ID)}
+		case db.ResetHub:
+			res.Lines = []string{fmt.Sprintf("%d rows removed; %d stored versions forgotten (request %d)", out.Removed, out.Versions, out.ID)}
+		}
+		b.logger.Info("console: hub request", zap.String("hub", hub), zap.String("action", string(action)), zap.Int64("request", out.ID))
+	}
+	render(w, actionTmpl, res)
+}
+
+var actionTmpl = template.Must(template.New("action").Funcs(consoleFuncs).Parse(consoleHead + `
+<h1 id="action-title">{{.Title}}</h1>
+{{if .Err}}<p class="bad" id="action-error">{{.Err}}</p>{{end}}
+<ul id="action-result">{{range .Lines}}<li>{{.}}</li>{{end}}</ul>
+<p><a id="back" href="{{.Back}}">back</a></p>
+</body></html>`))
