@@ -48,9 +48,12 @@ peak=$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$bridge/status")
 echo "peak rss so far: $peak MiB"
 secs=${IDLE%s}
 sleep $(( secs + 5 ))
-show "after the idle timeout"
-sleep 30
-show "30s later"
+# Evicted units' memory goes back to the system at most once a minute
+# (bridge.releaseEvery): sample for two minutes after the timeout.
+for t in 0 30 60 90 120; do
+	[ "$t" = 0 ] || sleep 30
+	show "idle timeout + ${t}s"
+done
 if [ -n "${IDLE_HUBS_HEAP:-}" ]; then
 	curl -s "http://$ADMIN/debug/pprof/heap" >"$IDLE_HUBS_HEAP" && echo "heap profile: $IDLE_HUBS_HEAP"
 fi

@@ -74,6 +74,7 @@ func (b *Bridge) checkAction(w http.ResponseWriter, r *http.Request) bool {
 
 // actionResult is the page an action answers with.
 type actionResult struct {
+	Q     string // the search box of every console page
 	Title string
 	Lines []string
 	Err   error

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -334,10 +335,17 @@ func (b *Bridge) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	render(w, deadLettersTmpl, data)
 }
 
+// render executes t into a buffer first, so that a template that fails
+// half way answers 500 with the error instead of half a page.
 func render(w http.ResponseWriter, t *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		http.Error(w, "console page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'")
-	_ = t.Execute(w, data)
+	_, _ = w.Write(buf.Bytes())
 }
 
 var consoleFuncs = template.FuncMap{
