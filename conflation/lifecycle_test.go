@@ -293,3 +293,83 @@ func TestInsertIntoEvictedUnitGoesToTheNewOne(t *testing.T) {
 		t.Fatalf("the new unit does not start from the evicted one's versions: %+v", st)
 	}
 }
+
+func newResyncFixture(t *testing.T, got *[]Resync) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, ResyncAfter: 5 * time.Second, ResyncInterval: time.Minute,
+		OnResync: func(rs []Resync) { *got = append(*got, rs...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	return f
+}
+
+// TestResyncAskedForAMissingBase: a delta whose base was never read asks
+// for the base type once it has waited ResyncAfter, then at most once per
+// ResyncInterval; a base read but not yet written asks nothing; the
+// complete bundle the hub sends in answer makes the delta stale.
+func TestResyncAskedForAMissingBase(t *testing.T) {
+	var got []Resync
+	f := newResyncFixture(t, &got)
+	f.m.Restore("hub1", "compliance", v(2, 3))
+	delta := f.insert("hub1", "compliancedelta", v(2, 9), ptr(v(2, 8))) // base 2.8 lost
+	f.clock.Advance(4 * time.Second)
+	f.m.WakeAll()
+	if len(got) != 0 {
+		t.Fatalf("asked before ResyncAfter: %+v", got)
+	}
+	f.clock.Advance(time.Second)
+	f.m.WakeAll()
+	want := Resync{Hub: "hub1", Type: "compliance", WaitingType: "compliancedelta", Waiting: v(2, 9),
+		Dependency: v(2, 8), HasDependency: true, Processed: v(2, 3), HasProcessed: true}
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("resyncs %+v, want [%+v]", got, want)
+	}
+	for range 11 { // 55 s more: still within the interval
+		f.clock.Advance(5 * time.Second)
+		f.m.WakeAll()
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d requests within one interval, want 1", len(got))
+	}
+	f.clock.Advance(5 * time.Second)
+	f.m.WakeAll()
+	if len(got) != 2 {
+		t.Fatalf("%d requests after the interval, want 2", len(got))
+	}
+	u, _ := f.m.Lookup("hub1")
+	if st := u.Snapshot(); st.Types[0].Type != "compliance" || st.Types[0].Resyncs != 2 {
+		t.Fatalf("snapshot %+v, want compliance with 2 resyncs", st.Types)
+	}
+	// The answer: a complete compliance with a new generation.
+	f.insert("hub1", "compliance", v(2, 10), ptr(v(2, 1)))
+	if f.done.count(delta.Origin.Offset) != 1 {
+		t.Fatalf("the delta on the lost base was not dropped once a newer base came")
+	}
+	if n := testutil.ToFloat64(f.m.metrics.types[3].resyncs); n != 2 {
+		t.Fatalf("stb_conflation_resyncs_total{type=compliance} = %v, want 2", n)
+	}
+}
+
+func TestNoResyncForABaseOnItsWay(t *testing.T) {
+	var got []Resync
+	f := newResyncFixture(t, &got)
+	f.insert("hub1", "managedclusters", v(1, 1), nil)
+	j := f.take() // in flight, for long
+	f.insert("hub1", "clusterspolicies", v(1, 2), nil)
+	f.clock.Advance(time.Hour)
+	f.m.WakeAll()
+	if len(got) != 0 {
+		t.Fatalf("asked for a base that was read and is being written: %+v", got)
+	}
+	f.m.Report(j, Applied)
+	// A hub whose first bundle is a placement: no clusters ever read.
+	f.insert("hub2", "clusterspolicies", v(4, 2), nil)
+	f.clock.Advance(5 * time.Second)
+	f.m.WakeAll()
+	if len(got) != 1 || got[0].Hub != "hub2" || got[0].Type != "managedclusters" || got[0].HasDependency || got[0].HasProcessed {
+		t.Fatalf("resyncs %+v, want one of hub2's managedclusters", got)
+	}
+}

@@ -42,6 +42,17 @@ type Config struct {
 	// evicts it, keeping only its versions in a compact form that a new
 	// unit of the hub starts from. 0 keeps units forever.
 	IdleTimeout time.Duration
+	// ResyncAfter is how long a bundle may wait for a version of its
+	// dependency that its unit never read (lost, compacted away, sent
+	// before a delete or reset) before WakeAll asks for a resync of the
+	// dependency's type through OnResync; 0 never asks.
+	ResyncAfter time.Duration
+	// ResyncInterval is the least time between two requests for one hub
+	// and type.
+	ResyncInterval time.Duration
+	// OnResync receives the resync requests of a WakeAll pass, outside
+	// every lock; it must not block.
+	OnResync func([]Resync)
 	// OnEvict, when set, is called after a WakeAll pass that evicted n > 0
 	// units, outside every lock: the bridge gives their memory back to the
 	// operating system after large evictions.
@@ -74,8 +85,8 @@ func (c Config) Validate() error {
 	if c.MaxDeltaBytes < 0 {
 		return fmt.Errorf("conflation: negative max delta bytes")
 	}
-	if c.IdleTimeout < 0 {
-		return fmt.Errorf("conflation: negative idle timeout")
+	if c.IdleTimeout < 0 || c.ResyncAfter < 0 || c.ResyncInterval < 0 {
+		return fmt.Errorf("conflation: negative idle timeout, resync wait or resync interval")
 	}
 	if len(c.Types) > maxTypes {
 		return fmt.Errorf("conflation: %d bundle types, at most %d", len(c.Types), maxTypes)
@@ -211,14 +222,24 @@ func (m *Manager) WakeAll() {
 	m.mu.RUnlock()
 	now := m.cfg.Now()
 	evicted := 0
+	var resyncs []Resync
 	for _, u := range us {
-		ready, retired := u.tick(now, m.cfg.IdleTimeout)
+		ready, retired, rs := u.tick(now, m.cfg.IdleTimeout)
+		resyncs = append(resyncs, rs...)
 		switch {
 		case ready:
 			m.queue.Push(u)
 		case retired:
 			m.bury(u)
 			evicted++
+		}
+	}
+	if len(resyncs) > 0 {
+		for _, r := range resyncs {
+			m.metrics.types[m.index[r.Type]].resyncs.Inc()
+		}
+		if m.cfg.OnResync != nil {
+			m.cfg.OnResync(resyncs)
 		}
 	}
 	if evicted > 0 {

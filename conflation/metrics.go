@@ -9,7 +9,7 @@ type counter interface{ Inc() }
 // typeMetrics are one bundle type's counters, curried once so the hot path
 // does no label lookups.
 type typeMetrics struct {
-	inserted, conflated, stale, merged, retries prometheus.Counter
+	inserted, conflated, stale, merged, retries, resyncs prometheus.Counter
 }
 
 type metrics struct {
@@ -26,6 +26,10 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "stb", Subsystem: "conflation", Name: "retries_total",
 		Help: "Transient write failures scheduled for a retry, by bundle type.",
+	}, []string{"type"})
+	resyncs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "resyncs_total",
+		Help: "Resyncs asked of hubs, by the bundle type asked for: a bundle waited for a version of it that was never read.",
 	}, []string{"type"})
 	units := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "stb", Subsystem: "conflation", Name: "units",
@@ -48,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 		Help: "Units evicted from memory after --unit-idle-timeout with nothing held or in flight.",
 	})
 	if reg != nil {
-		reg.MustRegister(bundles, retries, units, held, ready, dormant, evicted)
+		reg.MustRegister(bundles, retries, resyncs, units, held, ready, dormant, evicted)
 	}
 	out := &metrics{unknown: bundles.WithLabelValues("", "unknown_type"), evicted: evicted}
 	for _, t := range types {
@@ -58,6 +62,7 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 			stale:     bundles.WithLabelValues(t, "stale"),
 			merged:    bundles.WithLabelValues(t, "merged"),
 			retries:   retries.WithLabelValues(t),
+			resyncs:   resyncs.WithLabelValues(t),
 		})
 	}
 	return out

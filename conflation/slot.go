@@ -31,6 +31,10 @@ type slot struct {
 	lastErr      string
 	lastErrAt    time.Time
 	waitingSince time.Time // when the oldest pending bundle arrived
+	// resyncAt is when a resync of this type was last asked for, resyncs
+	// how many were (see Unit.resyncsLocked).
+	resyncAt time.Time
+	resyncs  int
 	// skipped counts how often the slot was ready but a higher-priority
 	// one was served instead; see Unit.pickLocked.
 	skipped int

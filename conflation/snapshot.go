@@ -16,6 +16,10 @@ type TypeState struct {
 	// how long ago.
 	LastError       string  `json:"lastError,omitempty"`
 	LastErrorAgeSec float64 `json:"lastErrorAgeSeconds,omitempty"`
+	// Resyncs counts the resyncs of this type asked of the hub,
+	// LastResyncAgeSec how long ago the last one was.
+	Resyncs          int     `json:"resyncs,omitempty"`
+	LastResyncAgeSec float64 `json:"lastResyncAgeSeconds,omitempty"`
 }
 
 // UnitState is a unit's state, for /debug/units.
@@ -34,7 +38,7 @@ func (u *Unit) Snapshot() UnitState {
 	st := UnitState{Hub: u.Hub, Queued: u.queued, Busy: u.busy}
 	for i := range u.slots {
 		s := &u.slots[i]
-		if len(s.pending) == 0 && s.inflight == nil && !s.hasProcessed && s.lastErr == "" {
+		if len(s.pending) == 0 && s.inflight == nil && !s.hasProcessed && s.lastErr == "" && s.resyncs == 0 {
 			continue
 		}
 		ts := TypeState{Type: s.info.Name, Retries: s.attempts}
@@ -52,6 +56,9 @@ func (u *Unit) Snapshot() UnitState {
 		}
 		if s.lastErr != "" {
 			ts.LastError, ts.LastErrorAgeSec = s.lastErr, now.Sub(s.lastErrAt).Seconds()
+		}
+		if s.resyncs > 0 {
+			ts.Resyncs, ts.LastResyncAgeSec = s.resyncs, now.Sub(s.resyncAt).Seconds()
 		}
 		st.Types = append(st.Types, ts)
 	}

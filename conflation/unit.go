@@ -463,25 +463,82 @@ func (u *Unit) wake() bool {
 // or, when idle > 0 and the unit holds nothing, is not queued, has nothing
 // in flight and has been idle that long, retires it as evicted; the caller
 // then buries it.
-func (u *Unit) tick(now time.Time, idle time.Duration) (ready, retire bool) {
+//
+// It also returns the resyncs the unit needs (Config.ResyncAfter).
+func (u *Unit) tick(now time.Time, idle time.Duration) (ready, retire bool, resyncs []Resync) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.retired != live {
-		return false, false
+		return false, false, nil
 	}
+	resyncs = u.resyncsLocked(now)
 	if u.becomeReadyLocked() {
-		return true, false
+		return true, false, resyncs
 	}
 	if idle <= 0 || u.queued || u.busy || now.Sub(u.lastActive) < idle {
-		return false, false
+		return false, false, resyncs
 	}
 	for i := range u.slots {
 		if len(u.slots[i].pending) > 0 || u.slots[i].inflight != nil {
-			return false, false
+			return false, false, resyncs
 		}
 	}
 	u.retired = evicted
-	return false, true
+	return false, true, resyncs
+}
+
+// Resync asks a hub for a complete bundle of Type again: a bundle of
+// WaitingType waits for Dependency (a version of Type) that the unit never
+// read.
+type Resync struct {
+	Hub, Type, WaitingType string
+	Waiting                bundle.Version
+	// Dependency is the version needed; HasDependency is false for a rule
+	// that names none (any processed version will do).
+	Dependency    bundle.Version
+	HasDependency bool
+	// Processed is the newest version of Type written, if any.
+	Processed    bundle.Version
+	HasProcessed bool
+}
+
+// resyncsLocked returns a Resync for each slot whose oldest held bundle
+// has waited ResyncAfter for a dependency version the unit never read,
+// at most one per hub and type each ResyncInterval. A dependency read and
+// not yet written needs none: it is on its way.
+func (u *Unit) resyncsLocked(now time.Time) []Resync {
+	after := u.m.cfg.ResyncAfter
+	if after <= 0 {
+		return nil
+	}
+	var out []Resync
+	for i := range u.slots {
+		s := &u.slots[i]
+		if len(s.pending) == 0 || s.inflight != nil || s.info.Rule == bundle.NoDependency ||
+			now.Sub(s.waitingSince) < after || u.depSatisfiedLocked(i) {
+			continue
+		}
+		d := &u.slots[s.dep]
+		first := s.pending[0]
+		if s.info.Rule == bundle.AfterProcessed {
+			if d.hasSeen {
+				continue
+			}
+		} else if d.hasSeen && d.seen.Compare(first.Dependency) >= 0 {
+			continue
+		}
+		if !d.resyncAt.IsZero() && now.Sub(d.resyncAt) < u.m.cfg.ResyncInterval {
+			continue
+		}
+		d.resyncAt = now
+		d.resyncs++
+		out = append(out, Resync{
+			Hub: u.Hub, Type: d.info.Name, WaitingType: s.info.Name, Waiting: first.Version,
+			Dependency: first.Dependency, HasDependency: s.info.Rule != bundle.AfterProcessed,
+			Processed: d.processed, HasProcessed: d.hasProcessed,
+		})
+	}
+	return out
 }
 
 // remainsAfterRetire returns the versions a retired unit leaves, and
