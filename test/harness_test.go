@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 // env is one test's world: a broker, a database and a scratch directory.
 type env struct {
 	t       *testing.T
+	broker  *broker.Broker
 	brokers string
 	dbURL   string
 	pool    *pgxpool.Pool
@@ -62,7 +63,7 @@ func newEnv(t *testing.T, partitions int32) *env {
 	}
 	t.Cleanup(b.Close)
 	pool, url := dbtest.New(t)
-	return &env{t: t, brokers: b.Addr(), dbURL: url, pool: pool, dir: t.TempDir()}
+	return &env{t: t, broker: b, brokers: b.Addr(), dbURL: url, pool: pool, dir: t.TempDir()}
 }
 
 // stb runs a short stb command and returns its combined output.

@@ -77,3 +77,30 @@ func TestSIGTERMWhileBlockedInDatabase(t *testing.T) {
 	e.waitVerified(exp, 2*time.Minute)
 	b2.stop(30 * time.Second)
 }
+
+// TestSIGTERMWithTheBrokerGone: Kafka went away (a broker restart, a
+// network cut) and the pod is stopped meanwhile. Leaving the consumer
+// group cannot finish then, and the process must still exit within
+// --shutdown-timeout plus the close grace: it used to wait for the
+// consumer's close a second time, in the command's deferred Close, after
+// Run had given up on it (45 s for a 30 s timeout, here without bound).
+func TestSIGTERMWithTheBrokerGone(t *testing.T) {
+	e := newEnv(t, 2)
+	exp := e.simulate("small", "--hubs", "5", "--clusters", "2", "--generations", "2")
+	const shutdownTimeout, margin = 2 * time.Second, 6 * time.Second // margin: the 2 s close grace and the exit
+	b := e.startBridge("--shutdown-timeout", shutdownTimeout.String())
+	e.waitVerified(exp, time.Minute)
+	e.broker.Close()
+	time.Sleep(time.Second) // the consumer notices its broker is gone
+
+	start := time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(shutdownTimeout + margin):
+		t.Fatalf("still running %v after SIGTERM with --shutdown-timeout %v and the broker gone", shutdownTimeout+margin, shutdownTimeout)
+	}
+	t.Logf("exited %v after SIGTERM (--shutdown-timeout %v), broker gone: %v", time.Since(start).Round(time.Millisecond), shutdownTimeout, b.err)
+}

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,13 +68,15 @@ type Bridge struct {
 	overview overviewCache
 	// hubs applies hub deletes and resets and sweeps hub states.
 	hubs *hubLifecycle
+	// resyncs sends resync requests; nil without --resync-topic.
+	resyncs *resyncPublisher
 	// memory gives evicted units' memory back to the system.
 	memory memoryReleaser
 	// replayer and csrf serve the console's actions.
 	replayer Replayer
 	csrf     string
 
-	closeOnce sync.Once
+	closing atomic.Bool
 }
 
 // New connects to the database, migrates it if asked, restores the
@@ -118,6 +120,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		return nil, err
 	}
 	b.globalHub = gh
+	var onResync func([]conflation.Resync)
+	if cfg.ResyncTopic != "" {
+		if b.resyncs, err = newResyncPublisher(cfg, logger.Named("resync"), b.registry); err != nil {
+			return nil, err
+		}
+		onResync = b.resyncs.send
+	}
 	b.manager, err = conflation.NewManager(conflation.Config{
 		Types:             reg.Types(),
 		Merge:             reg.Mergers(),
@@ -125,6 +134,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		DependencyTimeout: cfg.DependencyTimeout,
 		IdleTimeout:       cfg.UnitIdleTimeout,
 		OnEvict:           b.memory.evicted,
+		ResyncAfter:       cfg.ResyncAfter,
+		ResyncInterval:    cfg.ResyncInterval,
+		OnResync:          onResync,
 		NoConflation:      !cfg.Conflation,
 		Registerer:        b.registry,
 	})
@@ -237,20 +249,28 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 // Close releases the consumer, the listener and the pools; safe to call
 // more than once, and after Run (which closes them itself).
 func (b *Bridge) Close() {
-	b.closeOnce.Do(func() {
-		if b.reader != nil {
-			_ = b.reader.Close()
-		}
-		for _, s := range b.servers { // already closed by Shutdown if it ran
-			_ = s.ln.Close()
-		}
-		if b.workPool != nil {
-			b.workPool.Close()
-		}
-		if b.controlPool != nil {
-			b.controlPool.Close()
-		}
-	})
+	// A second call, such as a caller's deferred Close after Run gave up
+	// on a close that hangs (Kafka gone, the consumer cannot leave its
+	// group), returns at once: waiting for the first would undo Run's
+	// bound on the shutdown.
+	if !b.closing.CompareAndSwap(false, true) {
+		return
+	}
+	if b.reader != nil {
+		_ = b.reader.Close()
+	}
+	for _, s := range b.servers { // already closed by Shutdown if it ran
+		_ = s.ln.Close()
+	}
+	if b.workPool != nil {
+		b.workPool.Close()
+	}
+	if b.controlPool != nil {
+		b.controlPool.Close()
+	}
+	if b.resyncs != nil {
+		b.resyncs.close()
+	}
 }
 
 // server is one HTTP listener of the bridge.

@@ -57,6 +57,13 @@ type Config struct {
 	// HubDeleteAfter deletes a hub (stb hub delete) that has been inactive
 	// for that long; 0, the default, never does.
 	HubDeleteAfter time.Duration
+	// ResyncTopic, when not empty, is where resync requests go: a bundle
+	// that waited ResyncAfter for a version of its dependency that was
+	// never read asks its hub for a complete bundle of that type again,
+	// at most once per ResyncInterval per hub and type.
+	ResyncTopic    string
+	ResyncAfter    time.Duration
+	ResyncInterval time.Duration
 	// Conflation off writes every bundle in arrival order (the baseline).
 	Conflation bool
 	// DatabaseURL is the PostgreSQL URL.
@@ -96,6 +103,8 @@ const (
 	DefaultDependencyTimeout = 5 * time.Minute
 	DefaultUnitIdleTimeout   = 10 * time.Minute
 	DefaultHubInactiveAfter  = 5 * time.Minute
+	DefaultResyncAfter       = 10 * time.Second
+	DefaultResyncInterval    = time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultAdminAddr         = "127.0.0.1:8081"
 )
@@ -120,6 +129,8 @@ func DefaultConfig() Config {
 		DependencyTimeout: DefaultDependencyTimeout,
 		UnitIdleTimeout:   DefaultUnitIdleTimeout,
 		HubInactiveAfter:  DefaultHubInactiveAfter,
+		ResyncAfter:       DefaultResyncAfter,
+		ResyncInterval:    DefaultResyncInterval,
 		Conflation:        true,
 		DatabaseURL:       DefaultDatabaseURL,
 		DBPoolSize:        DefaultPoolSize(),
@@ -156,6 +167,9 @@ func (c Config) Validate() error {
 	}
 	if c.UnitIdleTimeout < 0 || c.HubInactiveAfter < 0 || c.HubDeleteAfter < 0 {
 		errs = append(errs, errors.New("--unit-idle-timeout, --hub-inactive-after and --hub-delete-after must not be negative"))
+	}
+	if c.ResyncTopic != "" && (c.ResyncAfter <= 0 || c.ResyncInterval <= 0) {
+		errs = append(errs, errors.New("--resync-after and --resync-interval must be positive with --resync-topic"))
 	}
 	if c.HubDeleteAfter > 0 && c.HubInactiveAfter == 0 {
 		errs = append(errs, errors.New("--hub-delete-after needs --hub-inactive-after: only inactive hubs are deleted"))
