@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"regexp"
 	"fmt"
 	"strings"
 	"testing"
@@ -164,5 +165,60 @@ func TestInactiveHubs(t *testing.T) {
 		n, _ := s.sum("stb_hubs_deleted_inactive_total")
 		return err == nil && n == 1
 	})
+	b.stop(30 * time.Second)
+}
+
+// TestResyncRecoversLostBases: hubs whose agents lose compliance reports
+// (never published) and go on with deltas on them, so the bridge holds
+// deltas on bases it never reads. It asks for a resync; the simulated
+// agents answer with a complete report at a new generation; the database
+// must end with every hub's state and no dead letter. A hub that ignores
+// requests gets at most one per --resync-interval.
+func TestResyncRecoversLostBases(t *testing.T) {
+	e := newEnv(t, 2)
+	sim := e.simulateAsync("lossy", "--hubs", "12", "--clusters", "4", "--generations", "10", "--seed", "23",
+		"--restart-probability", "-1", "--lose-probability", "0.7", "--resync-topic", "status-resync", "--resync-quiet", "10s")
+	b := e.startBridge("--resync-topic", "status-resync", "--resync-after", "1s", "--resync-interval", "3s",
+		"--dependency-timeout", "10m")
+	exp := sim.wait(t, 2*time.Minute)
+	if !strings.Contains(lastLine(sim.out.String()), "resyncs answered") || strings.Contains(lastLine(sim.out.String()), " 0 resyncs answered") {
+		t.Fatalf("no resync answered: %s", lastLine(sim.out.String()))
+	}
+	e.waitVerified(exp, time.Minute)
+	var dead int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM status.dead_letters`).Scan(&dead); err != nil {
+		t.Fatal(err)
+	}
+	if dead != 0 {
+		t.Fatalf("%d dead letters, want none: a lost base is resynced, not dead-lettered", dead)
+	}
+	s, err := b.scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := s.sumWith("stb_resync_requests_total", "result", "queued")
+	if asked == 0 {
+		t.Fatal("stb_resync_requests_total{result=queued} is 0")
+	}
+	t.Logf("%v resync requests sent", asked)
+	b.stop(30 * time.Second)
+
+	// A hub that ignores the requests: its delta's base never comes.
+	e.produce(ceRecord("d1", "hub-deaf", "compliancedelta", "5.9", []byte(`{"objects":[]}`), withHeader("ce_extdependencyversion", "5.8")))
+	b = e.startBridge("--resync-topic", "status-resync", "--resync-after", "1s", "--resync-interval", "4s")
+	time.Sleep(9 * time.Second)
+	s, err = b.scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.sumWith("stb_conflation_resyncs_total", "type", "compliance")
+	// Asked after 1 s, then at 5 s and 9 s at the earliest: at most 3.
+	if n < 1 || n > 3 {
+		t.Fatalf("%v resync requests for the deaf hub in 9 s with --resync-interval 4s, want 1 to 3", n)
+	}
+	_, page, err := b.get("/hub?name=hub-deaf")
+	if err != nil || !regexp.MustCompile(`class="resyncs">[1-3], last`).MatchString(page) {
+		t.Fatalf("hub page does not show its resyncs (%v):\n%s", err, page)
+	}
 	b.stop(30 * time.Second)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/sim"
@@ -22,6 +23,10 @@ type simFlags struct {
 	brokers  string
 	prefix   string
 	expected string
+	// resyncTopic, when set, is read for resync requests after the
+	// rounds, until none came for resyncQuiet.
+	resyncTopic string
+	resyncQuiet time.Duration
 }
 
 func (s *simFlags) bind(fs interface {
@@ -50,6 +55,9 @@ func simulateCmd(ctx context.Context, args []string) error {
 	s.bind(fs)
 	fs.StringVar(&s.brokers, "kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap servers")
 	fs.StringVar(&s.expected, "expected", "expected.json", "file to write the expected final state to")
+	fs.Float64Var(&s.cfg.LoseProbability, "lose-probability", 0, "chance that a compliance report a delta follows is lost (never published), so that its deltas name a base the bridge never reads")
+	fs.StringVar(&s.resyncTopic, "resync-topic", "", "after the rounds, answer the bridge's resync requests on this topic (the bridge's --resync-topic) as agents do, with a complete bundle at a new generation")
+	fs.DurationVar(&s.resyncQuiet, "resync-quiet", 15*time.Second, "with --resync-topic: stop answering once no request came for this long")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,8 +76,12 @@ func simulateCmd(ctx context.Context, args []string) error {
 	if err := exp.WriteFile(s.expected); err != nil {
 		return err
 	}
-	fmt.Printf("simulate: %d hubs, %d messages (%v), %d agent restarts in %.1fs; expected state in %s\n",
-		len(exp.Hubs), exp.Messages, exp.MessagesByType, exp.Restarts, time.Since(start).Seconds(), s.expected)
+	lost := ""
+	if s.cfg.LoseProbability > 0 || s.resyncTopic != "" {
+		lost = fmt.Sprintf(", %d reports lost, %d resyncs answered", exp.Lost, exp.Resyncs)
+	}
+	fmt.Printf("simulate: %d hubs, %d messages (%v), %d agent restarts%s in %.1fs; expected state in %s\n",
+		len(exp.Hubs), exp.Messages, exp.MessagesByType, exp.Restarts, lost, time.Since(start).Seconds(), s.expected)
 	return nil
 }
 
@@ -82,10 +94,73 @@ func publishSimulation(ctx context.Context, s simFlags, logger *zap.Logger, prog
 	}
 	defer pub.Close()
 	last := time.Now()
-	return sim.Run(ctx, s.cfg, pub, func(sent int) {
+	report := func(sent int) {
 		if progress != nil && time.Since(last) >= time.Second {
 			last = time.Now()
 			progress(sent)
 		}
+	}
+	if s.resyncTopic == "" {
+		return sim.Run(ctx, s.cfg, pub, report)
+	}
+	asks, stop, err := readResyncRequests(s, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	return sim.RunWithResync(ctx, s.cfg, pub, report, asks, s.resyncQuiet)
+}
+
+// readResyncRequests reads resync requests from s.resyncTopic, from its
+// start, in a consumer group of its own, and hands them on as the
+// simulated agents read them; stop ends it.
+func readResyncRequests(s simFlags, logger *zap.Logger) (<-chan sim.ResyncAsk, func(), error) {
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+		"bootstrap.servers":                  s.brokers,
+		"group.id":                           fmt.Sprintf("stb-simulate-%d-%d", os.Getpid(), time.Now().UnixNano()),
+		"auto.offset.reset":                  "earliest",
+		"enable.auto.commit":                 false,
+		"enable.metrics.push":                false,
+		"topic.metadata.refresh.interval.ms": 1000,
 	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("resync consumer: %w", err)
+	}
+	if err := c.Subscribe(s.resyncTopic, nil); err != nil {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("resync consumer: %w", err)
+	}
+	asks := make(chan sim.ResyncAsk, 1024)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			ev := c.Poll(100)
+			msg, ok := ev.(*kafka.Message)
+			if !ok {
+				continue
+			}
+			req, err := transport.DecodeResync(msg, s.prefix)
+			if err != nil {
+				logger.Warn("not a resync request", zap.Error(err))
+				continue
+			}
+			select {
+			case asks <- sim.ResyncAsk{Hub: req.Hub, Type: req.BundleType}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return asks, func() {
+		close(done)
+		<-finished
+		_ = c.Close()
+	}, nil
 }

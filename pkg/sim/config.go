@@ -111,6 +111,13 @@ type Config struct {
 	// AgentGlobalHub sends what the multicluster global-hub agent sends
 	// (globalhub.go): other event types, versions and topics.
 	Agent string
+	// LoseProbability is the chance that a compliance report on which a
+	// delta follows is lost: never published (compacted away, lost in
+	// transit) while the agent goes on as if it had been, so that its
+	// deltas name a base the bridge never reads. 0 loses none; only the
+	// stb and hoh agents lose reports. The bridge asks for a resync
+	// (--resync-topic) and RunWithResync answers.
+	LoseProbability float64
 }
 
 // The agent kinds of Config.Agent.
@@ -123,6 +130,9 @@ const (
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
+	if c.LoseProbability < 0 || c.LoseProbability > 1 {
+		errs = append(errs, fmt.Errorf("lose probability must be in [0, 1], got %v", c.LoseProbability))
+	}
 	switch c.Agent {
 	case "", AgentSTB, AgentHoH, AgentGlobalHub:
 	default:

@@ -26,6 +26,11 @@ type Expected struct {
 	MessagesByType map[string]int `json:"messagesByType"`
 	// Restarts is the number of agent restarts over all hubs.
 	Restarts int `json:"restarts"`
+	// Lost counts the compliance reports never published
+	// (Config.LoseProbability); Resyncs the complete bundles sent in
+	// answer to resync requests.
+	Lost    int `json:"lost,omitempty"`
+	Resyncs int `json:"resyncs,omitempty"`
 	// Hubs maps every hub's name to its final state.
 	Hubs map[string]*HubState `json:"hubs"`
 }

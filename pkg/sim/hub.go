@@ -27,7 +27,14 @@ type hub struct {
 	seq     int
 	lastSeq map[string]int
 	// gh is the global-hub agent's side, nil for the other kinds.
-	gh       *ghAgent
+	gh *ghAgent
+	// loseP is Config.LoseProbability; held is a compliance report held
+	// back until it is known whether a delta follows it (then it may be
+	// lost); lost counts the reports lost.
+	loseP    float64
+	held     *Message
+	lost     int
+	resyncs  int
 	restarts int
 	sources  []source
 }
@@ -57,6 +64,7 @@ func newHub(cfg Config, i int) *hub {
 		topic:    cfg.Topic,
 		rng:      rng,
 		restartP: cfg.RestartProbability,
+		loseP:    max(cfg.LoseProbability, 0),
 		version:  bundle.Version{Incarnation: cfg.FirstIncarnation},
 		last:     make(map[string]bundle.Version),
 		bases:    make(map[string]string),
@@ -84,36 +92,107 @@ func (h *hub) step(round int) ([]Message, error) {
 		if !ok {
 			continue
 		}
-		h.seq++
-		h.lastSeq[d.typ] = h.seq
-		if d.delta {
-			h.bases[d.typ] = d.dependsOn
-		}
 		if h.gh != nil {
+			h.noteSent(d)
 			msgs = append(msgs, h.gh.stamp(h, d))
 			continue
 		}
-		h.version.Generation++
-		m := Message{
-			Topic:   h.topic,
-			Hub:     h.name,
-			Type:    d.typ,
-			ID:      h.name + "/" + d.typ + "/" + h.version.String(),
-			Version: h.version,
-			Data:    d.data,
-		}
-		if d.dependsOn != "" {
-			if dep, ok := h.last[d.dependsOn]; ok {
-				m.Dependency = &dep
-			}
-		}
-		h.last[d.typ] = h.version
-		msgs = append(msgs, m)
+		msgs = h.lose(msgs, h.stamp(d))
 	}
 	if h.gh != nil {
 		msgs = h.gh.lateCopy(h.rng, msgs)
 	}
 	return msgs, nil
+}
+
+// noteSent records the order of d among the hub's bundles.
+func (h *hub) noteSent(d draft) {
+	h.seq++
+	h.lastSeq[d.typ] = h.seq
+	if d.delta {
+		h.bases[d.typ] = d.dependsOn
+	}
+}
+
+// stamp gives d the hub's next version and its dependency.
+func (h *hub) stamp(d draft) Message {
+	h.noteSent(d)
+	h.version.Generation++
+	m := Message{
+		Topic:   h.topic,
+		Hub:     h.name,
+		Type:    d.typ,
+		ID:      h.name + "/" + d.typ + "/" + h.version.String(),
+		Version: h.version,
+		Data:    d.data,
+	}
+	if d.dependsOn != "" {
+		if dep, ok := h.last[d.dependsOn]; ok {
+			m.Dependency = &dep
+		}
+	}
+	h.last[d.typ] = h.version
+	return m
+}
+
+// lose appends m to msgs, unless reports may be lost: a compliance report
+// is then held until the hub's next compliance message. If that is a
+// delta, the report is lost with probability loseP (the delta names a base
+// the bridge never reads); else it is sent first, late but in order.
+func (h *hub) lose(msgs []Message, m Message) []Message {
+	if h.loseP == 0 {
+		return append(msgs, m)
+	}
+	switch m.Type {
+	case TypeCompliance:
+		if h.held != nil {
+			msgs = append(msgs, *h.held)
+		}
+		h.held = &m
+		return msgs
+	case TypeComplianceDelta:
+		if h.held != nil {
+			if h.rng.Float64() < h.loseP {
+				h.lost++
+			} else {
+				msgs = append(msgs, *h.held)
+			}
+			h.held = nil
+		}
+	}
+	return append(msgs, m)
+}
+
+// flush returns the report still held, if any.
+func (h *hub) flush() []Message {
+	if h.held == nil {
+		return nil
+	}
+	m := *h.held
+	h.held = nil
+	return []Message{m}
+}
+
+// resync returns a complete bundle of typ with the hub's current state and
+// a new generation, as an agent sends when asked for a resync; ok is
+// false for a type the hub cannot send that way.
+func (h *hub) resync(typ string) (Message, bool, error) {
+	if h.gh != nil {
+		return Message{}, false, nil
+	}
+	for _, s := range h.sources {
+		f, ok := s.(fuller)
+		if !ok || f.fullType() != typ {
+			continue
+		}
+		d, err := f.full()
+		if err != nil {
+			return Message{}, false, err
+		}
+		h.resyncs++
+		return h.stamp(d), true, nil
+	}
+	return Message{}, false, nil
 }
 
 // restart simulates the agent restarting: it comes back with the next

@@ -72,6 +72,15 @@ func (s *clustersPolicies) step(rng *rand.Rand, t tick) (draft, bool, error) {
 	if !m.placed {
 		return draft{}, false, nil
 	}
+	d, err := s.full()
+	return d, err == nil, err
+}
+
+func (s *clustersPolicies) fullType() string { return TypeClustersPolicies }
+
+// full is the placement as it is.
+func (s *clustersPolicies) full() (draft, error) {
+	m := s.m
 	policies := m.sortedPolicies()
 	objs := make([]placementObject, len(policies))
 	for i, p := range policies {
@@ -85,7 +94,7 @@ func (s *clustersPolicies) step(rng *rand.Rand, t tick) (draft, bool, error) {
 	data, err := encodeObjects(TypeClustersPolicies, objs)
 	// The dependency on managedclusters is implicit: no
 	// extdependencyversion.
-	return draft{typ: TypeClustersPolicies, data: data}, err == nil, err
+	return draft{typ: TypeClustersPolicies, data: data}, err
 }
 
 func (s *clustersPolicies) record(*HubState) {}
@@ -114,6 +123,16 @@ func (s *complianceReports) step(rng *rand.Rand, t tick) (draft, bool, error) {
 	if !m.reported {
 		return draft{}, false, nil
 	}
+	d, err := s.full()
+	return d, err == nil, err
+}
+
+func (s *complianceReports) fullType() string { return TypeCompliance }
+
+// full is a complete report of the compliance as it is. Deltas after it
+// are on it: the changes reported so far are all in it.
+func (s *complianceReports) full() (draft, error) {
+	m := s.m
 	m.sinceReport = 0
 	clear(m.changed)
 	policies := m.sortedPolicies()
@@ -134,7 +153,7 @@ func (s *complianceReports) step(rng *rand.Rand, t tick) (draft, bool, error) {
 		objs = append(objs, o)
 	}
 	data, err := encodeObjects(TypeCompliance, objs)
-	return draft{typ: TypeCompliance, data: data, dependsOn: TypeClustersPolicies}, err == nil, err
+	return draft{typ: TypeCompliance, data: data, dependsOn: TypeClustersPolicies}, err
 }
 
 func (s *complianceReports) record(st *HubState) { st.Compliance = s.m.compliance() }

@@ -23,6 +23,21 @@ import (
 // from pub or from ctx, Run returns it and no Expected: what was delivered
 // is then unknown.
 func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)) (*Expected, error) {
+	return RunWithResync(ctx, cfg, pub, progress, nil, 0)
+}
+
+// ResyncAsk is a resync request as an agent reads it: send a complete
+// bundle of Type again.
+type ResyncAsk struct {
+	Hub, Type string
+}
+
+// RunWithResync is Run, then answers resync requests from asks as the
+// agents do, until none came for quiet: each is answered with a complete
+// bundle of the type asked for, the hub's state as it is, at a new
+// generation. Requests for a hub or type the run cannot send are ignored.
+// With asks nil it is Run.
+func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func(sent int), asks <-chan ResyncAsk, quiet time.Duration) (*Expected, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("simulation config: %w", err)
 	}
@@ -69,9 +84,41 @@ func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)
 			}
 		}
 	}
-	if f, ok := pub.(Flusher); ok {
-		if err := f.Flush(ctx); err != nil {
-			return nil, fmt.Errorf("flush publisher: %w", err)
+	send := func(m Message) error {
+		if m.Time.IsZero() {
+			m.Time = time.Now()
+		}
+		if err := pub.Publish(ctx, m); err != nil {
+			return fmt.Errorf("publish %s %s of hub %s: %w", m.Type, m.Version, m.Hub, err)
+		}
+		exp.Messages++
+		exp.MessagesByType[m.Type]++
+		if progress != nil {
+			progress(exp.Messages)
+		}
+		return nil
+	}
+	for _, h := range hubs { // reports held back to be maybe lost
+		for _, m := range h.flush() {
+			if err := send(m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	flush := func() error {
+		if f, ok := pub.(Flusher); ok {
+			if err := f.Flush(ctx); err != nil {
+				return fmt.Errorf("flush publisher: %w", err)
+			}
+		}
+		return nil
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	if asks != nil {
+		if err := answerResyncs(ctx, hubs, asks, quiet, send, flush); err != nil {
+			return nil, err
 		}
 	}
 
@@ -79,6 +126,49 @@ func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)
 		st := h.state()
 		exp.Hubs[h.name] = st
 		exp.Restarts += st.Restarts
+		exp.Lost += h.lost
+		exp.Resyncs += h.resyncs
 	}
 	return exp, nil
+}
+
+// answerResyncs answers requests until none came for quiet.
+func answerResyncs(ctx context.Context, hubs []*hub, asks <-chan ResyncAsk, quiet time.Duration,
+	send func(Message) error, flush func() error) error {
+	byName := make(map[string]*hub, len(hubs))
+	for _, h := range hubs {
+		byName[h.name] = h
+	}
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case a, ok := <-asks:
+			if !ok {
+				return nil
+			}
+			timer.Reset(quiet)
+			h := byName[a.Hub]
+			if h == nil {
+				continue
+			}
+			m, ok, err := h.resync(a.Type)
+			if err != nil {
+				return fmt.Errorf("resync %s of hub %s: %w", a.Type, a.Hub, err)
+			}
+			if !ok {
+				continue
+			}
+			if err := send(m); err != nil {
+				return err
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
 }

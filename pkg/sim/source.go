@@ -56,6 +56,13 @@ type source interface {
 	record(st *HubState)
 }
 
+// fuller is a source of a complete type that can send its current state
+// again, unchanged, as an agent does when asked for a resync.
+type fuller interface {
+	fullType() string
+	full() (draft, error)
+}
+
 // heartbeats sends a heartbeat every round.
 type heartbeats struct {
 	sent bool
@@ -98,12 +105,20 @@ func (s *managedClusters) step(rng *rand.Rand, t tick) (draft, bool, error) {
 	if t.round > 1 {
 		s.evolve(rng, t.round)
 	}
+	d, err := s.full()
+	return d, err == nil, err
+}
+
+func (s *managedClusters) fullType() string { return TypeManagedClusters }
+
+// full is the snapshot of the clusters as they are.
+func (s *managedClusters) full() (draft, error) {
 	var buf bytes.Buffer
 	buf.WriteString(`{"objects":[`)
 	for i, c := range s.clusters {
 		raw, err := c.object()
 		if err != nil {
-			return draft{}, false, err
+			return draft{}, err
 		}
 		if i > 0 {
 			buf.WriteByte(',')
@@ -111,7 +126,7 @@ func (s *managedClusters) step(rng *rand.Rand, t tick) (draft, bool, error) {
 		buf.Write(raw)
 	}
 	buf.WriteString(`]}`)
-	return draft{typ: TypeManagedClusters, data: buf.Bytes()}, true, nil
+	return draft{typ: TypeManagedClusters, data: buf.Bytes()}, nil
 }
 
 // evolve applies one round of changes.

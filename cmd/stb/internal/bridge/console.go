@@ -436,8 +436,8 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 {{else}}<p>State: <b id="hub-state">unknown</b> (no row in status.hubs)</p>{{end}}
 {{if .Dormant}}<p>Idle: its unit was evicted from memory; its versions are kept.</p>{{end}}
 {{with .Unit}}
-<table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th><th>last error</th></tr>
-{{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> ({{secs .LastErrorAgeSec}} ago){{end}}</td></tr>{{end}}
+<table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th><th>resyncs asked</th><th>last error</th></tr>
+{{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td><td class="resyncs">{{if .Resyncs}}{{.Resyncs}}, last {{secs .LastResyncAgeSec}} ago{{end}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> ({{secs .LastErrorAgeSec}} ago){{end}}</td></tr>{{end}}
 </table>
 {{else}}<p>This bridge holds nothing of this hub (another replica may, or it never sent anything).</p>{{end}}
 <h2>Dead letters of this hub</h2>
