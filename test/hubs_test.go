@@ -2,8 +2,8 @@ package test
 
 import (
 	"context"
-	"regexp"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
