@@ -110,9 +110,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#found")))
 	found := text("#found")
 	do("open a hub", chromedp.Click(chromedp.CSS(`#found a[href="/hub?name=hub-001"]`)), chromedp.WaitVisible(chromedp.CSS("#types")))
-	hubName, types := text("#hub-name"), text("#types")
+	hubName, types, stored := text("#hub-name"), text("#types"), text("#stored")
 	if strings.Count(found, "hub-0") != 9 || hubName != "hub-001" || !strings.Contains(types, "managedclusters") {
 		t.Fatalf("search found %q; hub page of %q with types %q", found, hubName, types)
+	}
+	// What the database holds of it: each type's version, how long ago it
+	// was written and from where.
+	if !strings.Contains(stored, "managedclusters") || !strings.Contains(stored, "ago") || !strings.Contains(stored, "status/") {
+		t.Fatalf("hub page's database versions: %q", stored)
 	}
 
 	// The dead letter, by reason.

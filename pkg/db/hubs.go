@@ -388,3 +388,35 @@ func LoadHubStatus(ctx context.Context, q interface {
 	}
 	return st, true, nil
 }
+
+// HubWrite is what status.bundle_versions says of one type of a hub: the
+// version written, how long ago, and from where (Offset -1 for a
+// tombstone).
+type HubWrite struct {
+	Type, Version, Topic string
+	Partition            int32
+	Offset               int64
+	AgeSec               float64
+}
+
+// LoadHubWrites returns the hub's rows of status.bundle_versions, by type:
+// how fresh each type of the hub is in the database, whichever replica
+// wrote it.
+func LoadHubWrites(ctx context.Context, q Querier, hub string) ([]HubWrite, error) {
+	rows, err := q.Query(ctx, `
+		SELECT bundle_type, incarnation::text || '.' || generation::text, topic, "partition", "offset",
+		       extract(epoch FROM now() - applied_at)::float8
+		FROM status.bundle_versions WHERE hub = $1 ORDER BY bundle_type`, hub)
+	if err != nil {
+		return nil, fmt.Errorf("db: versions of hub %q: %w", hub, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (HubWrite, error) {
+		var w HubWrite
+		err := row.Scan(&w.Type, &w.Version, &w.Topic, &w.Partition, &w.Offset, &w.AgeSec)
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("db: versions of hub %q: %w", hub, err)
+	}
+	return out, nil
+}

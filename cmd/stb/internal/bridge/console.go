@@ -313,6 +313,8 @@ func (b *Bridge) hubPage(w http.ResponseWriter, r *http.Request) {
 			data["State"] = st
 		}
 		data["StateErr"] = err
+		stored, err := db.LoadHubWrites(ctx, b.controlPool, hub)
+		data["Stored"], data["StoredErr"] = stored, err
 		rows, err := deadletter.List(ctx, b.controlPool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
 		data["Letters"], data["LettersErr"] = rows, err
 	}
@@ -435,6 +437,12 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 {{with .State}}<p>State: <b id="hub-state" class="{{if ne .State "active"}}bad{{end}}">{{.State}}</b> since {{when .Since}}{{if eq .State "deleted"}} (tombstoned: bundles of its old incarnation are ignored){{end}}</p>
 {{else}}<p>State: <b id="hub-state">unknown</b> (no row in status.hubs)</p>{{end}}
 {{if .Dormant}}<p>Idle: its unit was evicted from memory; its versions are kept.</p>{{end}}
+<h2>In the database</h2>
+{{if .StoredErr}}<p class="bad">{{.StoredErr}}</p>{{end}}
+<table id="stored"><tr><th>type</th><th>version</th><th>written</th><th>from</th></tr>
+{{range .Stored}}<tr><td>{{.Type}}</td><td>{{.Version}}</td><td>{{secs .AgeSec}} ago</td><td>{{if ge .Offset 0}}{{.Topic}}/{{.Partition}}@{{.Offset}}{{else}}tombstone{{end}}</td></tr>{{else}}<tr><td colspan="4">nothing</td></tr>{{end}}
+</table>
+<h2>In this bridge's memory</h2>
 {{with .Unit}}
 <table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th><th>resyncs asked</th><th>last error</th></tr>
 {{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td><td class="resyncs">{{if .Resyncs}}{{.Resyncs}}, last {{secs .LastResyncAgeSec}} ago{{end}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> ({{secs .LastErrorAgeSec}} ago){{end}}</td></tr>{{end}}
