@@ -121,8 +121,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	b.globalHub = gh
 	var onResync func([]conflation.Resync)
+	resyncCounters := newResyncCounters(b.registry)
 	if cfg.ResyncTopic != "" {
-		if b.resyncs, err = newResyncPublisher(cfg, logger.Named("resync"), b.registry); err != nil {
+		if b.resyncs, err = newResyncPublisher(cfg, logger.Named("resync"), resyncCounters); err != nil {
 			return nil, err
 		}
 		onResync = b.resyncs.send

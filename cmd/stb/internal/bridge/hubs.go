@@ -32,6 +32,9 @@ type hubLifecycle struct {
 	// after is the newest request applied; the requests after it are
 	// read when one is announced, and every hubRequestPoll.
 	after int64
+	// forgotten is the newest request whose hub was dropped from memory
+	// (its versions may not be restored yet).
+	forgotten int64
 	// types are the bundle types a delete leaves tombstones for.
 	types []string
 
@@ -210,11 +213,19 @@ func (h *hubLifecycle) applyRequests(ctx context.Context) error {
 }
 
 func (h *hubLifecycle) apply(ctx context.Context, r db.HubRequestRecord) error {
+	// Forget first, then load: a bundle of the hub written meanwhile (its
+	// newer incarnation coming back) is then in what is loaded, and
+	// restoring only moves versions forward.
+	// A retry after a failed load must not forget again what the hub sent
+	// since: that is not what was deleted.
+	if r.ID > h.forgotten {
+		h.b.manager.ForgetHub(r.Hub)
+		h.forgotten = r.ID
+	}
 	versions, err := db.LoadHubVersions(ctx, h.b.controlPool, r.Hub)
 	if err != nil {
 		return err
 	}
-	h.b.manager.ForgetHub(r.Hub)
 	for _, v := range versions {
 		h.b.manager.Restore(v.Hub, v.Type, v.Version)
 		if h.b.globalHub != nil {

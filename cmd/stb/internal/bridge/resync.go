@@ -18,28 +18,37 @@ type resyncPublisher struct {
 	topic  string
 	prefix string
 	logger *zap.Logger
-	sent   *prometheus.CounterVec
+	sent   *resyncCounters
+}
+
+// resyncCounters count the requests handed to Kafka and those that could
+// not be; registered whether or not --resync-topic is set, so that
+// dashboards always find them.
+type resyncCounters struct {
+	queued, failed prometheus.Counter
+}
+
+func newResyncCounters(reg prometheus.Registerer) *resyncCounters {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "stb", Subsystem: "resync", Name: "requests_total",
+		Help: "Resync requests handed to Kafka (queued) or not (failed); both stay 0 without --resync-topic.",
+	}, []string{"result"})
+	reg.MustRegister(vec)
+	return &resyncCounters{queued: vec.WithLabelValues("queued"), failed: vec.WithLabelValues("failed")}
 }
 
 // resyncSendTimeout bounds the hand-over of one request to librdkafka's
 // queue: the caller is the dispatcher's wake loop.
 const resyncSendTimeout = time.Second
 
-func newResyncPublisher(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*resyncPublisher, error) {
+func newResyncPublisher(cfg Config, logger *zap.Logger, counters *resyncCounters) (*resyncPublisher, error) {
 	pub, err := transport.NewPublisher(transport.PublisherConfig{
 		Brokers: cfg.KafkaBrokers, TypePrefix: cfg.TypePrefix, Properties: cfg.KafkaProperties,
 	}, logger)
 	if err != nil {
 		return nil, err
 	}
-	r := &resyncPublisher{pub: pub, topic: cfg.ResyncTopic, prefix: cfg.TypePrefix, logger: logger,
-		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "stb", Subsystem: "resync", Name: "requests_total",
-			Help: "Resync requests handed to Kafka (queued) or not (failed), by the bundle type asked for.",
-		}, []string{"type", "result"}),
-	}
-	reg.MustRegister(r.sent)
-	return r, nil
+	return &resyncPublisher{pub: pub, topic: cfg.ResyncTopic, prefix: cfg.TypePrefix, logger: logger, sent: counters}, nil
 }
 
 // send is conflation.Config.OnResync.
@@ -61,11 +70,11 @@ func (r *resyncPublisher) send(rs []conflation.Resync) {
 			cancel()
 		}
 		if err != nil {
-			r.sent.WithLabelValues(x.Type, "failed").Inc()
+			r.sent.failed.Inc()
 			r.logger.Warn("resync request not sent", zap.String("hub", x.Hub), zap.String("type", x.Type), zap.Error(err))
 			continue
 		}
-		r.sent.WithLabelValues(x.Type, "queued").Inc()
+		r.sent.queued.Inc()
 		r.logger.Info("resync requested", zap.String("hub", x.Hub), zap.String("type", x.Type),
 			zap.String("waiting", x.WaitingType+" "+req.WaitingVersion), zap.String("needs", req.Dependency))
 	}
