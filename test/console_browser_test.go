@@ -95,6 +95,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	if hubs != "13" || dead != "1" {
 		t.Fatalf("overview shows %s hubs and %s dead letters in the last hour, want 13 and 1", hubs, dead)
 	}
+	if parts := text("#partitions"); !strings.Contains(parts, "committed lag") || strings.Count(parts, "status") != 2 {
+		t.Fatalf("overview's partitions: %q, want both partitions of status with their committed lag", parts)
+	}
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
 	if err != nil {
 		t.Fatal(err)

@@ -400,8 +400,8 @@ var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Pa
 {{range .Problems}}<tr><td><a href="/hub?name={{.Hub}}">{{.Hub}}</a></td><td>{{.Retries}}</td><td>{{.WaitingDependency}}</td><td>{{secs .OldestSec}}</td><td>{{.Held}}</td></tr>{{else}}<tr><td colspan="5">none</td></tr>{{end}}
 </tbody></table>
 <h2>Partitions</h2>
-<table><tr><th>topic</th><th>partition</th><th>committed</th><th>position</th><th>outstanding</th></tr>
-{{range .Partitions}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{.Position}}</td><td>{{.Outstanding}}</td></tr>{{end}}
+<table id="partitions"><tr><th>topic</th><th>partition</th><th>committed</th><th>position</th><th>outstanding</th><th>committed lag</th></tr>
+{{range .Partitions}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{.Position}}</td><td>{{.Outstanding}}</td><td>{{if ge .Lag 0}}{{.Lag}}{{else}}–{{end}}</td></tr>{{end}}
 </table>
 {{end}}
 <script>

@@ -39,6 +39,10 @@ type PartitionStats struct {
 	HasPosition bool
 	// Outstanding is the number of messages read and not yet done with.
 	Outstanding int
+	// Lag is the high watermark minus the committed position: what a
+	// restart would read again or for the first time; -1 before the
+	// reader learned the high watermark.
+	Lag int64
 }
 
 // Stats returns a snapshot; it takes no lock that a worker or the reader
@@ -54,9 +58,13 @@ func (b *Bridge) Stats() Stats {
 	}
 	for _, p := range b.committer.Partitions() {
 		pos, ok := p.Position()
+		lag := int64(-1)
+		if high, ok := p.HighWatermark(); ok {
+			lag = max(0, high-max(0, p.Committed()))
+		}
 		s.Partitions = append(s.Partitions, PartitionStats{
 			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed(),
-			Position: pos, HasPosition: ok, Outstanding: p.Outstanding(),
+			Position: pos, HasPosition: ok, Outstanding: p.Outstanding(), Lag: lag,
 		})
 	}
 	sort.Slice(s.Partitions, func(i, j int) bool {
