@@ -171,18 +171,24 @@ func (m *Manager) HeldBytes() int64 { return m.held.Load() }
 func (m *Manager) Insert(b *bundle.Bundle) {
 	for {
 		u := m.unit(b.Hub)
-		ready, retired := u.Insert(b)
-		if retired {
-			// Evicted or forgotten after it was looked up: the next
-			// lookup finds the hub's new unit.
-			m.bury(u)
-			continue
+		if ready, retired := u.Insert(b); m.settle(u, ready, retired) {
+			return
 		}
-		if ready {
-			m.queue.Push(u)
-		}
-		return
 	}
+}
+
+// settle ends an Insert or a restore on u: a ready unit is queued; a
+// retired one (evicted or forgotten after it was looked up) took nothing,
+// is buried, and the caller tries again with the hub's new unit (false).
+func (m *Manager) settle(u *Unit, ready, retired bool) (done bool) {
+	if retired {
+		m.bury(u)
+		return false
+	}
+	if ready {
+		m.queue.Push(u)
+	}
+	return true
 }
 
 // Report records a job's outcome on its unit and queues the unit again if
@@ -273,15 +279,9 @@ func (m *Manager) Restore(hub, typ string, v bundle.Version) {
 			return
 		}
 		m.mu.Unlock()
-		ready, retired := u.restore(i, v)
-		if retired {
-			m.bury(u)
-			continue
+		if ready, retired := u.restore(i, v); m.settle(u, ready, retired) {
+			return
 		}
-		if ready {
-			m.queue.Push(u)
-		}
-		return
 	}
 }
 

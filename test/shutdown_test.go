@@ -42,16 +42,7 @@ func TestSIGTERMWhileBlockedInDatabase(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond) // let the committer store a position behind the blocked jobs
 
-	start := time.Now()
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-b.done:
-	case <-time.After(shutdownTimeout + margin):
-		t.Fatalf("still running %v after SIGTERM with --shutdown-timeout %v", shutdownTimeout+margin, shutdownTimeout)
-	}
-	t.Logf("exited %v after SIGTERM (--shutdown-timeout %v): %v", time.Since(start).Round(time.Millisecond), shutdownTimeout, b.err)
+	b.sigtermWithin(shutdownTimeout, margin, "")
 	if b.err != nil {
 		t.Fatalf("exit status %v, want 0", b.err)
 	}
@@ -93,14 +84,25 @@ func TestSIGTERMWithTheBrokerGone(t *testing.T) {
 	e.broker.Close()
 	time.Sleep(time.Second) // the consumer notices its broker is gone
 
+	b.sigtermWithin(shutdownTimeout, margin, "the broker gone")
+}
+
+// sigtermWithin sends SIGTERM and fails the test unless the bridge exits
+// within its shutdown timeout plus margin; when says what else is going
+// on, for the messages.
+func (b *bridge) sigtermWithin(shutdownTimeout, margin time.Duration, when string) {
+	b.t.Helper()
+	if when != "" {
+		when = ", " + when
+	}
 	start := time.Now()
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	select {
 	case <-b.done:
 	case <-time.After(shutdownTimeout + margin):
-		t.Fatalf("still running %v after SIGTERM with --shutdown-timeout %v and the broker gone", shutdownTimeout+margin, shutdownTimeout)
+		b.t.Fatalf("still running %v after SIGTERM with --shutdown-timeout %v%s", shutdownTimeout+margin, shutdownTimeout, when)
 	}
-	t.Logf("exited %v after SIGTERM (--shutdown-timeout %v), broker gone: %v", time.Since(start).Round(time.Millisecond), shutdownTimeout, b.err)
+	b.t.Logf("exited %v after SIGTERM (--shutdown-timeout %v%s): %v", time.Since(start).Round(time.Millisecond), shutdownTimeout, when, b.err)
 }
