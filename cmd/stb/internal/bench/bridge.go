@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/cmd/stb/internal/metricview"
+	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -232,5 +233,6 @@ func (bb *benchBridge) heldSummary() string {
 	return strings.Join(parts, ", ")
 }
 
-// bundleTypeOrder is the priority order of the bundle types.
-var bundleTypeOrder = []string{"heartbeat", "managedclusters", "clusterspolicies", "compliance", "compliancedelta", "policyevents"}
+// bundleTypeOrder is the priority order of the bundle types: STB's, then
+// the global-hub agents'.
+var bundleTypeOrder = dbsyncers.AllTypeNames()

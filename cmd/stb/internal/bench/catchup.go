@@ -32,6 +32,7 @@ func benchCatchUpManyHubs(ctx context.Context, e *benchEnv, res *scenarioResult)
 // suffix, with or without the baseline.
 func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix string, hubs int, baseline bool) error {
 	topic := e.topic(suffix)
+	read := e.readTopic(topic)                                  // what the readers subscribe to
 	name := "stb_bench_" + strings.ReplaceAll(suffix, "-", "_") // of databases and groups
 	simCfg := e.backlogConfig(topic, float64(e.cfg.Messages))
 	simCfg.Hubs = hubs
@@ -52,7 +53,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 		thousands(total), exp.MessagesByType, len(exp.Hubs), took.Round(time.Second))
 
 	// c: reading alone, decoding nothing.
-	raw, err := readRaw(ctx, e.brokers, []string{topic}, e.group(name+"_raw"), total,
+	raw, err := readRaw(ctx, e.brokers, []string{read}, e.group(name+"_raw"), total,
 		func(n int64, el time.Duration) {
 			e.out.progress("catch-up/raw read [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
 		})
@@ -67,7 +68,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 
 	// c: reading and decoding, keeping the final state for the pgx ceiling.
 	st := newFinalState(e.reg)
-	rd, err := readAndDecode(ctx, e.brokers, []string{topic}, e.group(name+"_read"), total, e.rules(0), st,
+	rd, err := readAndDecode(ctx, e.brokers, []string{read}, e.group(name+"_read"), total, e.decoder(0), st,
 		func(n int64, el time.Duration) {
 			e.out.progress("catch-up/read+decode [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
 		})
@@ -97,7 +98,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 
 	// a: the bridge.
 	a, aRows, err := e.catchUpVariant(ctx, res, catchUpSpec{role: "a", name: "stb (conflation)", label: "stb", db: name + "_stb",
-		conflation: true, topic: topic, total: total, exp: exp})
+		conflation: true, topic: read, total: total, exp: exp})
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 	var bTime time.Duration
 	if baseline {
 		var bDetail string
-		if bTime, bDetail, err = e.catchUpBaseline(ctx, res, simCfg, total, exp); err != nil {
+		if bTime, bDetail, err = e.catchUpBaseline(ctx, res, simCfg, read, total, exp); err != nil {
 			return err
 		}
 		res.ratio("baseline time / stb time", bTime.Seconds()/a.Elapsed.Seconds(), bDetail).atLeast(50, "×")
@@ -149,16 +150,16 @@ const baselineSampleRate = 2000
 // extrapolation the issue describes, which flatters the baseline: with
 // conflation off a hub's unit still serves its types in priority order,
 // so the first minute writes mostly heartbeats, the cheapest bundles.
-func (e *benchEnv) catchUpBaseline(ctx context.Context, res *scenarioResult, simCfg sim.Config, total int64, exp *sim.Expected) (time.Duration, string, error) {
+func (e *benchEnv) catchUpBaseline(ctx context.Context, res *scenarioResult, simCfg sim.Config, read string, total int64, exp *sim.Expected) (time.Duration, string, error) {
 	const name = "baseline (--conflation=false)"
 	if e.cfg.BaselineLimit == 0 {
 		b, _, err := e.catchUpVariant(ctx, res, catchUpSpec{role: "b", name: name, label: "baseline", db: "stb_bench_catchup_baseline",
-			topic: simCfg.Topic, total: total, exp: exp})
+			topic: read, total: total, exp: exp})
 		e.baselineRate = float64(total) / (b.Elapsed - b.FirstWrite).Seconds()
 		return b.Elapsed, "baseline measured to the end", err
 	}
 	sample := simCfg
-	sample.Topic = e.topic("catchup-sample")
+	e.simTopic(&sample, e.topic("catchup-sample"))
 	perRound := sample.MessagesPerRound() * float64(sample.Hubs)
 	sample.Generations = min(simCfg.Generations, max(1, int(math.Ceil(baselineSampleRate*e.cfg.BaselineLimit.Seconds()/perRound))))
 	sampleExp, _, err := e.produce(ctx, "catch-up/baseline-sample", sample)
@@ -168,7 +169,7 @@ func (e *benchEnv) catchUpBaseline(ctx context.Context, res *scenarioResult, sim
 	n := int64(sampleExp.Messages)
 	scale := float64(total) / float64(n)
 	b, _, err := e.catchUpVariant(ctx, res, catchUpSpec{role: "b", name: name, label: "baseline-sample", db: "stb_bench_catchup_baseline",
-		topic: sample.Topic, total: n, exp: sampleExp, scale: scale,
+		topic: e.readTopic(e.topic("catchup-sample")), total: n, exp: sampleExp, scale: scale,
 		note: fmt.Sprintf("wrote the first %d rounds (%s messages, the same hubs and mix) to the end; time scaled ×%.1f", sample.Generations, thousands(n), scale)})
 	if err != nil {
 		return 0, "", err
@@ -177,7 +178,7 @@ func (e *benchEnv) catchUpBaseline(ctx context.Context, res *scenarioResult, sim
 	bTime := time.Duration(float64(b.Elapsed) * scale)
 
 	w, _, err := e.catchUpVariant(ctx, res, catchUpSpec{role: "b'", name: "baseline, window over the backlog", label: "baseline-window", db: "stb_bench_catchup_baseline_window",
-		topic: simCfg.Topic, total: total, exp: exp, limit: e.cfg.BaselineLimit})
+		topic: read, total: total, exp: exp, limit: e.cfg.BaselineLimit})
 	if err != nil {
 		return 0, "", err
 	}

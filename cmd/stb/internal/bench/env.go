@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/transport"
@@ -86,6 +89,46 @@ func (e *benchEnv) rules(maxBundleBytes int64) transport.Rules {
 		MaxBundleBytes: int(maxBundleBytes), Decoder: bridge.Decoder(e.reg)}
 }
 
+// decoder is how the read+decode ceiling decodes: the bridge's rules and
+// the decoding of the agents' wire profile.
+type decoder struct {
+	rules  transport.Rules
+	decode func(*kafka.Message, transport.Rules, time.Time) (*bundle.Bundle, *transport.Reject)
+}
+
+// decoder returns the decoding of a bridge with default flags and the
+// given --max-bundle-bytes, for the simulated agents' profile: the
+// global-hub agent's events go through the global-hub profile, with runs
+// of its own.
+func (e *benchEnv) decoder(maxBundleBytes int64) decoder {
+	d := decoder{rules: e.rules(maxBundleBytes), decode: transport.Decode}
+	if e.cfg.Agent == sim.AgentGlobalHub {
+		d.decode = transport.NewGlobalHub().Decode
+	}
+	return d
+}
+
+// simTopic points a simulation at topic. STB's agents and the hub-of-hubs
+// ones publish to it; the global-hub agents each to a topic of their own,
+// gh-status.<hub>, as they do in a real deployment, so their hubs' names
+// start with topic: the scenario's topics are then told apart by name.
+func (e *benchEnv) simTopic(cfg *sim.Config, topic string) {
+	if e.cfg.Agent == sim.AgentGlobalHub {
+		cfg.Topic, cfg.HubPrefix = "", topic+"-hub-"
+		return
+	}
+	cfg.Topic = topic
+}
+
+// readTopic is what a consumer subscribes to for the simulation simTopic
+// pointed at topic: topic, or the pattern of the global-hub agents' topics.
+func (e *benchEnv) readTopic(topic string) string {
+	if e.cfg.Agent == sim.AgentGlobalHub {
+		return "^" + regexp.QuoteMeta(sim.GlobalHubTopicPrefix+topic+"-hub-") + ".*"
+	}
+	return topic
+}
+
 // roundsMargin makes up for MessagesPerRound being an estimate, so that
 // a backlog has at least the messages asked for.
 const roundsMargin = 1.03
@@ -93,7 +136,8 @@ const roundsMargin = 1.03
 // simConfig is the simulation of the scenarios with many hubs, with
 // rounds for about messages messages (at least one round).
 func (e *benchEnv) simConfig(topic string, messages float64) sim.Config {
-	cfg := sim.Config{Hubs: e.cfg.Hubs, Clusters: e.cfg.Clusters, Policies: e.cfg.Policies, Seed: e.cfg.Seed, Topic: topic, Agent: e.cfg.Agent}
+	cfg := sim.Config{Hubs: e.cfg.Hubs, Clusters: e.cfg.Clusters, Policies: e.cfg.Policies, Seed: e.cfg.Seed, Agent: e.cfg.Agent}
+	e.simTopic(&cfg, topic)
 	perRound := cfg.MessagesPerRound() * float64(cfg.Hubs)
 	cfg.Generations = max(1, int(math.Ceil(messages/perRound)))
 	return cfg

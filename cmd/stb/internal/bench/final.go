@@ -74,7 +74,7 @@ func (s *finalState) jobs(hub string) [][]*bundle.Bundle {
 		if len(slot) == 0 {
 			continue
 		}
-		if t.Kind == bundle.Delta && t.Rule == bundle.Exactly {
+		if t.Rule == bundle.Exactly {
 			base := h.slots[s.index[t.DependsOn]]
 			if len(base) == 0 || base[len(base)-1].Version != slot[0].Dependency {
 				continue // the last base came after the deltas

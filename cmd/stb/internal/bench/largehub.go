@@ -53,7 +53,7 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 
 	// c: reading and decoding the four bundles.
 	st := newFinalState(e.reg)
-	rd, err := readAndDecode(ctx, e.brokers, []string{topic}, e.group("stb_bench_largehub_read"), 4, e.rules(largeHubMaxBundleBytes), st, nil)
+	rd, err := readAndDecode(ctx, e.brokers, []string{topic}, e.group("stb_bench_largehub_read"), 4, e.decoder(largeHubMaxBundleBytes), st, nil)
 	if err != nil {
 		return err
 	}

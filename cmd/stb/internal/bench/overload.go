@@ -91,7 +91,7 @@ func benchOverload(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 	}
 	// c: how fast this machine reads and decodes such a stream at all.
 	if n := min(stb.sent, overloadReadSample); n > 0 {
-		rd, err := readAndDecode(ctx, e.brokers, []string{e.topic("overload-stb")}, e.group("stb_bench_overload_read"), n, e.rules(0), nil, nil)
+		rd, err := readAndDecode(ctx, e.brokers, []string{e.topic("overload-stb")}, e.group("stb_bench_overload_read"), n, e.decoder(0), nil, nil)
 		if err != nil {
 			return err
 		}

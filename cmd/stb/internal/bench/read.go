@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/stbridge/stb/pkg/transport"
 )
 
 // readPollTimeout is the consumer poll timeout of the read ceiling, the
@@ -36,7 +34,7 @@ type readResult struct {
 // the reader, writing nothing. It reads until it has seen total messages.
 // Accepted bundles go to keep when it is not nil.
 func readAndDecode(ctx context.Context, brokers string, topics []string, group string, total int64,
-	rules transport.Rules, keep *finalState, progress func(read int64, elapsed time.Duration),
+	dec decoder, keep *finalState, progress func(read int64, elapsed time.Duration),
 ) (readResult, error) {
 	// The decoding goroutine, fed like the reader's (transport.Reader).
 	queue := make(chan *kafka.Message, 256)
@@ -45,7 +43,7 @@ func readAndDecode(ctx context.Context, brokers string, topics []string, group s
 	go func() {
 		defer close(decoded)
 		for msg := range queue {
-			b, rej := transport.Decode(msg, rules, time.Now())
+			b, rej := dec.decode(msg, dec.rules, time.Now())
 			if rej != nil {
 				rejected++
 				continue

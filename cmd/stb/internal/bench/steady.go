@@ -66,7 +66,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 	// the first variant read.
 	if readStb > 0 {
 		cpu0 := selfCPU()
-		rd, err := readAndDecode(ctx, e.brokers, []string{topicStb}, e.group("stb_bench_steady_read"), readStb, e.rules(0), nil, nil)
+		rd, err := readAndDecode(ctx, e.brokers, []string{topicStb}, e.group("stb_bench_steady_read"), readStb, e.decoder(0), nil, nil)
 		if err != nil {
 			return err
 		}
