@@ -35,17 +35,6 @@ func hubCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch action {
-	case db.DeleteHub:
-		already := ""
-		if res.AlreadyDeleted {
-			already = " (it was already deleted)"
-		}
-		fmt.Printf("hub %q deleted%s: %d rows removed, %d versions now tombstones at incarnation %d; bundles of incarnation %d and older are ignored, a newer incarnation brings the hub back (request %d)\n",
-			hub, already, res.Removed, res.Versions, res.Tombstone, res.Tombstone, res.ID)
-	case db.ResetHub:
-		fmt.Printf("hub %q reset: %d rows removed, %d stored versions forgotten; its next bundles apply whatever their version (request %d)\n",
-			hub, res.Removed, res.Versions, res.ID)
-	}
+	fmt.Println(res.Describe(hub, action))
 	return nil
 }

@@ -56,8 +56,8 @@ func (m *collector) Collect(ch chan<- prometheus.Metric) {
 		if pos, ok := p.Position(); ok {
 			ch <- prometheus.MustNewConstMetric(m.position, prometheus.GaugeValue, float64(pos), p.Topic, part)
 		}
-		if high, ok := p.HighWatermark(); ok {
-			ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(max(0, high-max(committed, 0))), p.Topic, part)
+		if lag, ok := p.Lag(); ok {
+			ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, float64(lag), p.Topic, part)
 		}
 	}
 	m.commits.Collect(ch)

@@ -136,6 +136,18 @@ func (p *Partition) HighWatermark() (offset int64, ok bool) {
 	return p.highWatermark, p.highWatermark >= 0
 }
 
+// Lag returns the high watermark minus the committed position (0 before
+// the first commit counts as offset 0): what a restart would read again or
+// for the first time; ok false while no high watermark was recorded.
+func (p *Partition) Lag() (lag int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.highWatermark < 0 {
+		return 0, false
+	}
+	return max(0, p.highWatermark-max(p.committed, 0)), true
+}
+
 // pending returns the position if it moved past the committed one.
 func (p *Partition) pending() (int64, bool) {
 	p.mu.Lock()

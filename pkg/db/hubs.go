@@ -64,6 +64,24 @@ type HubResult struct {
 	Skipped bool
 }
 
+// Describe says what a request of action did to hub, as the command line
+// and the console print it.
+func (r HubResult) Describe(hub string, action HubAction) string {
+	switch {
+	case r.Skipped:
+		return fmt.Sprintf("hub %q: not %s, it was not inactive long enough", hub, action)
+	case action == ResetHub:
+		return fmt.Sprintf("hub %q reset: %d rows removed, %d stored versions forgotten; its next bundles apply whatever their version (request %d)",
+			hub, r.Removed, r.Versions, r.ID)
+	}
+	already := ""
+	if r.AlreadyDeleted {
+		already = " (it was already deleted)"
+	}
+	return fmt.Sprintf("hub %q deleted%s: %d rows removed, %d versions now tombstones at incarnation %d; bundles of incarnation %d and older are ignored, a newer incarnation brings the hub back (request %d)",
+		hub, already, r.Removed, r.Versions, r.Tombstone, r.Tombstone, r.ID)
+}
+
 // TombstoneGeneration is the generation of a tombstone: the largest, so
 // that no bundle of the tombstone's incarnation is newer.
 const TombstoneGeneration = math.MaxUint64

@@ -174,13 +174,7 @@ func (b *Bridge) hubAction(w http.ResponseWriter, r *http.Request) {
 	})
 	res.Err = err
 	if err == nil {
-		switch action {
-		case db.DeleteHub:
-			res.Lines = []string{fmt.Sprintf("%d rows removed; %d versions are tombstones at incarnation %d (request %d)",
-				out.Removed, out.Versions, out.Tombstone, out.ID)}
-		case db.ResetHub:
-			res.Lines = []string{fmt.Sprintf("%d rows removed; %d stored versions forgotten (request %d)", out.Removed, out.Versions, out.ID)}
-		}
+		res.Lines = []string{out.Describe(hub, action)}
 		b.logger.Info("console: hub request", zap.String("hub", hub), zap.String("action", string(action)), zap.Int64("request", out.ID))
 	}
 	render(w, actionTmpl, res)

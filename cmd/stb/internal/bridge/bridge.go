@@ -309,14 +309,19 @@ func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	b.restore(versions)
+	return len(versions), nil
+}
+
+// restore records stored versions in the conflation units and, with the
+// global-hub profile, the agents' runs they belong to.
+func (b *Bridge) restore(versions []db.StoredVersion) {
 	for _, v := range versions {
 		b.manager.Restore(v.Hub, v.Type, v.Version)
 		if b.globalHub != nil {
-			// The global-hub agents' runs the stored versions belong to.
 			b.globalHub.Restore(v.Hub, v.Type, v.Version)
 		}
 	}
-	return len(versions), nil
 }
 
 // ownerID returns an id for this process among the bridges sharing a

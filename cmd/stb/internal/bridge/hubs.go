@@ -226,12 +226,7 @@ func (h *hubLifecycle) apply(ctx context.Context, r db.HubRequestRecord) error {
 	if err != nil {
 		return err
 	}
-	for _, v := range versions {
-		h.b.manager.Restore(v.Hub, v.Type, v.Version)
-		if h.b.globalHub != nil {
-			h.b.globalHub.Restore(v.Hub, v.Type, v.Version)
-		}
-	}
+	h.b.restore(versions)
 	h.applied.WithLabelValues(string(r.Action)).Inc()
 	h.b.logger.Info("hub dropped from memory", zap.String("hub", r.Hub), zap.String("action", string(r.Action)),
 		zap.Int64("request", r.ID), zap.Int("versions_restored", len(versions)))

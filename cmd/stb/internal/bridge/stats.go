@@ -58,9 +58,9 @@ func (b *Bridge) Stats() Stats {
 	}
 	for _, p := range b.committer.Partitions() {
 		pos, ok := p.Position()
-		lag := int64(-1)
-		if high, ok := p.HighWatermark(); ok {
-			lag = max(0, high-max(0, p.Committed()))
+		lag, known := p.Lag()
+		if !known {
+			lag = -1
 		}
 		s.Partitions = append(s.Partitions, PartitionStats{
 			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed(),
