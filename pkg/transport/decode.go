@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,8 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
-	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -87,25 +84,20 @@ func rawAttrsOf(msg *kafka.Message) rawAttrs {
 	return a
 }
 
-// typeAltered reports whether the library changed the type it was sent:
+// typeAltered reports whether the binding changed the type it was sent:
 // it trims the header, and a type with white space around it is not the
 // type without.
-func (a rawAttrs) typeAltered(ev *event.Event) bool { return a.hasTyp && a.typ != ev.Type() }
+func (a rawAttrs) typeAltered(typ string) bool { return a.hasTyp && a.typ != typ }
 
-// sourceOf returns an event's source as sent and decoded. The CloudEvents
+// unescapeSource returns a source as the hub named itself. The CloudEvents
 // library parses source as a URI reference and writes it percent-encoded
-// (a hub "a b" goes out as "a%20b", "ü" as "%C3%BC"); decoded undoes that.
-// In binary mode sent is the ce_source header as it came.
-func (a rawAttrs) sourceOf(ev *event.Event) (sent, decoded string) {
-	sent = a.source
-	if !a.hasSource {
-		sent = ev.Source()
-	}
+// (a hub "a b" goes out as "a%20b", "ü" as "%C3%BC"); this undoes that.
+func unescapeSource(sent string) string {
 	decoded, err := url.PathUnescape(sent)
 	if err != nil {
-		decoded = sent
+		return sent
 	}
-	return sent, decoded
+	return decoded
 }
 
 // payloadReason is the dead-letter reason of a decoder's error: the one it
@@ -161,6 +153,14 @@ type Rules struct {
 // is pure (no I/O, no shared state) and returns exactly one non-nil result;
 // it never panics on bad input. receivedAt becomes the bundle's ReceivedAt.
 func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	return decode(readAttrs, msg, rules, receivedAt)
+}
+
+// attrsReader reads a message's attributes: readAttrs, or readEvent
+// (always the binding's event), which tests compare it with.
+type attrsReader func(msg *kafka.Message, sourceHeader string, hasSourceHeader bool) (*eventAttrs, error)
+
+func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	if msg == nil {
 		return nil, newReject(nil, bundle.Origin{}, deadletter.NotCloudEvent, errors.New("nil message"))
 	}
@@ -184,23 +184,21 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 			return nil, r
 		}
 	}
-	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
+	ev, err := read(msg, raw.source, raw.hasSource)
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
-	// The v1 context gives direct access to the extensions: Extensions()
-	// copies the map, GetExtension allocates an error when one is absent.
-	v1, ok := ev.Context.(*event.EventContextV1)
-	if !ok {
-		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.SpecVersion(), event.CloudEventsVersionV1))
+	if ev.specVersion != event.CloudEventsVersionV1 {
+		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.specVersion, event.CloudEventsVersionV1))
 	}
 	// The hub is the source, decoded. When the Kafka key is the source as
 	// sent or decoded, the key is the hub's own name: the source,
 	// percent-encoded by the sender's library, cannot tell "a b" from
 	// "a%20b", the key can, so two hubs never meet in one row.
-	sent, decoded := raw.sourceOf(ev)
+	sent := ev.source
+	decoded := unescapeSource(sent)
 	keyIsSource := len(msg.Key) > 0 && (string(msg.Key) == sent || string(msg.Key) == decoded)
-	hub, typ := decoded, ev.Type()
+	hub, typ := decoded, ev.typ
 	if keyIsSource {
 		hub = string(msg.Key)
 	}
@@ -211,13 +209,13 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return nil, r
 	}
 	switch {
-	case ev.ID() == "":
+	case ev.id == "":
 		return reject(deadletter.MissingAttribute, errors.New("no id"))
 	case sent == "":
 		return reject(deadletter.MissingAttribute, errors.New("no source"))
 	case typ == "":
 		return reject(deadletter.MissingAttribute, errors.New("no type"))
-	case raw.typeAltered(ev):
+	case raw.typeAltered(typ):
 		return reject(deadletter.UnknownType, fmt.Errorf("type %q is not %q", raw.typ, typ))
 	}
 	if err := checkHubName(hub); err != nil {
@@ -232,8 +230,8 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return reject(deadletter.UnknownType, fmt.Errorf("%w: %q", bundle.ErrUnknownType, short))
 	}
 
-	rawVersion, ok := v1.Extensions[ExtVersion]
-	if !ok {
+	rawVersion := ev.version
+	if rawVersion == nil {
 		return reject(deadletter.MissingAttribute, errors.New("no "+ExtVersion))
 	}
 	versionText, err = types.ToString(rawVersion)
@@ -245,7 +243,7 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
 	b := &bundle.Bundle{Hub: hub, Type: short, Version: version, Origin: origin, ReceivedAt: receivedAt}
-	if rawDep, ok := v1.Extensions[ExtDependencyVersion]; ok {
+	if rawDep := ev.dependency; rawDep != nil {
 		depText, err := types.ToString(rawDep)
 		if err == nil {
 			b.Dependency, err = bundle.ParseVersion(depText)
@@ -258,7 +256,7 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 		return reject(deadletter.MissingAttribute, fmt.Errorf("no %s: a %s applies only on the version it names", ExtDependencyVersion, short))
 	}
 
-	data := ev.Data()
+	data := ev.data
 	if len(data) > rules.MaxBundleBytes {
 		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
 	}
@@ -273,7 +271,7 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 	}
 	b.Payload = payload
 	b.Size = len(data)
-	b.EventTime = ev.Time()
+	b.EventTime = ev.time
 	if b.EventTime.IsZero() {
 		// time is optional in CloudEvents; the broker's timestamp is the
 		// next best measure of the bundle's age.

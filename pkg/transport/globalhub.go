@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
-	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -246,49 +243,51 @@ func (g *GlobalHub) dependency(hub, short string, v bundle.Version, at time.Time
 // hub, so it is not compared); a per-hub topic ("gh-status.<hub>") must be
 // the source's.
 func (g *GlobalHub) Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	return g.decodeWith(readAttrs, msg, rules, receivedAt)
+}
+
+func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	if msg == nil || msg.TopicPartition.Topic == nil || msg.TopicPartition.Partition < 0 || msg.TopicPartition.Offset < 0 {
-		return Decode(msg, rules, receivedAt) // its rejects for these
+		return decode(read, msg, rules, receivedAt) // its rejects for these
 	}
 	tp := msg.TopicPartition
 	origin := bundle.Origin{Topic: *tp.Topic, Partition: tp.Partition, Offset: int64(tp.Offset)}
-	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
+	raw := rawAttrsOf(msg)
+	ev, err := read(msg, raw.source, raw.hasSource)
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
-	v1, ok := ev.Context.(*event.EventContextV1)
-	if !ok || !strings.HasPrefix(ev.Type(), GlobalHubTypePrefix) {
+	if ev.specVersion != event.CloudEventsVersionV1 || !strings.HasPrefix(ev.typ, GlobalHubTypePrefix) {
 		// Not a global-hub event (a structured-mode event is only known
 		// to be one once parsed): STB's own format.
-		return Decode(msg, rules, receivedAt)
+		return decode(read, msg, rules, receivedAt)
 	}
-	raw := rawAttrsOf(msg)
-	_, hub := raw.sourceOf(ev) // the key is the event type
+	hub := unescapeSource(ev.source) // the key is the event type
 	switch {
-	case raw.typeAltered(ev):
+	case raw.typeAltered(ev.typ):
 		r := newReject(msg, origin, deadletter.UnknownType, fmt.Errorf("type %q is not a global-hub type", raw.typ))
 		r.Hub = hub
 		return nil, r
-	case ev.ID() == "":
+	case ev.id == "":
 		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no id"))
-		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
+		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
 		return nil, r
 	case hub == "":
 		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no source"))
-		r.Type = GlobalHubBundlePrefix + strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
+		r.Type = GlobalHubBundlePrefix + strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
 		return nil, r
 	}
 	if err := checkHubName(hub); err != nil {
 		r := newReject(msg, origin, deadletter.InvalidHub, err)
-		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.Type(), GlobalHubTypePrefix)
+		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
 		return nil, r
 	}
-	return g.decode(msg, ev, v1, hub, origin, rules, receivedAt)
+	return g.decode(msg, ev, hub, origin, rules, receivedAt)
 }
 
 // decode is Decode past the envelope checks.
-func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventContextV1, hub string, origin bundle.Origin, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
-	typ := ev.Type()
-	short := strings.TrimPrefix(typ, GlobalHubTypePrefix)
+func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origin bundle.Origin, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	short := strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
 	bundleType := GlobalHubBundlePrefix + short
 	var versionText string
 	reject := func(reason deadletter.Reason, err error) (*bundle.Bundle, *Reject) {
@@ -304,12 +303,11 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventC
 		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q read from %q, the topic of hub %q", hub, origin.Topic, topicHub))
 	}
 
-	raw, ok := v1.Extensions[ExtVersion]
-	if !ok {
+	if ev.version == nil {
 		return reject(deadletter.MissingAttribute, errors.New("no "+ExtVersion))
 	}
 	var err error
-	if versionText, err = types.ToString(raw); err != nil {
+	if versionText, err = types.ToString(ev.version); err != nil {
 		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
 	agentVersion, err := bundle.ParseVersion(versionText)
@@ -317,9 +315,9 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventC
 		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
 	var agentDep bundle.Version
-	rawDep, hasDep := v1.Extensions[ExtDependencyVersion]
+	hasDep := ev.dependency != nil
 	if hasDep {
-		depText, err := types.ToString(rawDep)
+		depText, err := types.ToString(ev.dependency)
 		if err == nil {
 			agentDep, err = bundle.ParseVersion(depText)
 		}
@@ -332,8 +330,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventC
 		return reject(deadletter.MissingAttribute, fmt.Errorf("no %s: %s depends on %s", ExtDependencyVersion, short, t.dependsOn))
 	}
 
-	data := ev.Data()
-	if size, ok := v1.Extensions[ExtChunkSize]; ok {
+	data := ev.data
+	if size := ev.chunkSize; size != nil {
 		// A chunk the reader did not assemble: too large to hold, or cut
 		// wrongly (globalhub_chunks.go).
 		n, err := types.ToInteger(size)
@@ -346,12 +344,12 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *event.Event, v1 *event.EventC
 		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
 	}
 	if t.events {
-		if err := checkSendMode(v1.Extensions[ExtSendMode], data); err != nil {
+		if err := checkSendMode(ev.sendMode, data); err != nil {
 			return reject(deadletter.BadPayload, err)
 		}
 	}
 
-	eventTime := ev.Time()
+	eventTime := ev.time
 	if eventTime.IsZero() {
 		eventTime = msg.Timestamp
 	}
