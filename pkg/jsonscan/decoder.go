@@ -1,4 +1,10 @@
+//go:build !stb_jsontext
+
 package jsonscan
+
+// This file and lexer.go are the hand-written implementation of the
+// package, the default; jsontext.go is the same API on jsontext, built
+// with -tags stb_jsontext.
 
 import "unicode/utf8"
 

@@ -1,6 +1,7 @@
 package jsonscan_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/jsonscan"
@@ -50,12 +51,19 @@ func ExampleDecoder() {
 // Invalid JSON anywhere is an error, with its offset, even in parts the
 // caller left to be skipped.
 func ExampleDecoder_Done() {
-	d := jsonscan.NewDecoder([]byte(`{"a":1,"b":[1,2,}`))
+	data := []byte(`{"a":1,"b":[1,2,}`)
+	d := jsonscan.NewDecoder(data)
 	err := d.Object(nil)
 	if err == nil {
 		err = d.Done()
 	}
-	fmt.Println(err)
+	// The message is the implementation's (the hand-written lexer's or,
+	// built with -tags stb_jsontext, jsontext's); the offset is that of
+	// the byte at fault.
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		fmt.Printf("syntax error at offset %d: %s\n", se.Offset, data[se.Offset:])
+	}
 	// Output:
-	// invalid character '}' looking for beginning of value at offset 16
+	// syntax error at offset 16: }
 }

@@ -1,6 +1,11 @@
+//go:build !stb_jsontext
+
 package jsonscan
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // class of each byte inside a string: 0 is an ordinary byte, 1 ends the
 // fast loop (a quote, a backslash or a control character).
@@ -11,20 +16,6 @@ var stringStop = func() (t [256]byte) {
 	t['"'], t['\\'] = 1, 1
 	return t
 }()
-
-// ws returns the offset of the first byte at or after i that is not JSON
-// whitespace.
-func ws(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
 
 func errAt(data []byte, i int, context string) error {
 	if i >= len(data) {
@@ -227,4 +218,25 @@ func digits(data []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// Valid reports whether data is one JSON value, as json.Valid does.
+func Valid(data []byte) bool {
+	i := ws(data, 0)
+	end, err := scanValue(data, i, 0)
+	return err == nil && ws(data, end) == len(data)
+}
+
+// unquoteInto appends the unquoted content of the JSON string q to dst the
+// way encoding/json does (escapes, surrogate pairs, invalid UTF-8 as
+// U+FFFD). It is the slow path, for strings with escapes or non-UTF-8
+// bytes, and leaves the decoding to encoding/json so that the two cannot
+// differ.
+func unquoteInto(dst, q []byte) []byte {
+	var s string
+	if err := json.Unmarshal(q, &s); err != nil {
+		// q was validated as a JSON string; encoding/json accepts those.
+		panic(fmt.Sprintf("jsonscan: encoding/json rejected a valid string %q: %v", q, err))
+	}
+	return append(dst, s...)
 }

@@ -1,14 +1,12 @@
 package jsonscan
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // MaxDepth is the deepest nesting accepted, the same as encoding/json's.
 const MaxDepth = 10000
 
-// SyntaxError is returned for data that is not a single JSON value.
+// SyntaxError is returned for data that is not a single JSON value. Its
+// message is the implementation's (see the package documentation).
 type SyntaxError struct {
 	// Offset is the byte offset in the data given to the function that
 	// returned the error (not in an enclosing document).
@@ -27,6 +25,20 @@ type TypeError struct {
 
 func (e *TypeError) Error() string { return fmt.Sprintf("want %s, got %s", e.Want, e.Got) }
 
+// ws returns the offset of the first byte at or after i that is not JSON
+// whitespace.
+func ws(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
 // trailing returns an error unless only whitespace follows end, the end of
 // the top-level value.
 func trailing(data []byte, end int) error {
@@ -42,13 +54,6 @@ func IsNull(data []byte) bool {
 	i := ws(data, 0)
 	j := i + 4
 	return j <= len(data) && string(data[i:j]) == "null" && ws(data, j) == len(data)
-}
-
-// Valid reports whether data is one JSON value, as json.Valid does.
-func Valid(data []byte) bool {
-	i := ws(data, 0)
-	end, err := scanValue(data, i, 0)
-	return err == nil && ws(data, end) == len(data)
 }
 
 func kind(c byte) string {
@@ -67,20 +72,6 @@ func kind(c byte) string {
 		return "null"
 	}
 	return "number"
-}
-
-// unquoteInto appends the unquoted content of the JSON string q to dst the
-// way encoding/json does (escapes, surrogate pairs, invalid UTF-8 as
-// U+FFFD). It is the slow path, for strings with escapes or non-UTF-8
-// bytes, and leaves the decoding to encoding/json so that the two cannot
-// differ.
-func unquoteInto(dst, q []byte) []byte {
-	var s string
-	if err := json.Unmarshal(q, &s); err != nil {
-		// q was validated as a JSON string; encoding/json accepts those.
-		panic(fmt.Sprintf("jsonscan: encoding/json rejected a valid string %q: %v", q, err))
-	}
-	return append(dst, s...)
 }
 
 func quoteChar(c byte) string {

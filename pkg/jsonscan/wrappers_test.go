@@ -12,7 +12,7 @@ package jsonscan
 // subslice of data without surrounding whitespace. An error from fn stops
 // the scan and is returned as is.
 func object(data []byte, fn func(name, value []byte) error) error {
-	d := Decoder{data: data}
+	d := NewDecoder(data)
 	err := d.Object(func(name []byte) error {
 		value, err := d.Raw()
 		if err != nil {
@@ -29,7 +29,7 @@ func object(data []byte, fn func(name, value []byte) error) error {
 // array calls fn with the raw value of each element of the array in data,
 // in order; null is an array without elements. The rules of object apply.
 func array(data []byte, fn func(value []byte) error) error {
-	d := Decoder{data: data}
+	d := NewDecoder(data)
 	err := d.Array(func() error {
 		value, err := d.Raw()
 		if err != nil {
@@ -46,7 +46,7 @@ func array(data []byte, fn func(value []byte) error) error {
 // str returns the string in data, unquoted, and ok=false for null. It
 // shares no memory with data.
 func str(data []byte) (s string, ok bool, err error) {
-	d := Decoder{data: data}
+	d := NewDecoder(data)
 	if s, ok, err = d.String(); err != nil {
 		return "", false, err
 	}
@@ -56,7 +56,7 @@ func str(data []byte) (s string, ok bool, err error) {
 // strs returns the array of strings in data, nil for null. A null
 // element is an empty string.
 func strs(data []byte) ([]string, error) {
-	d := Decoder{data: data}
+	d := NewDecoder(data)
 	list, err := d.Strings()
 	if err != nil {
 		return nil, err
