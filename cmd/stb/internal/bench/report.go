@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
 // benchReport is everything one `stb bench` invocation measured; it is
@@ -84,8 +85,21 @@ type ratio struct {
 	// By is how far the value is from the target: above 1 when missed.
 	By     float64 `json:"missedBy,omitempty"`
 	Detail string  `json:"detail,omitempty"`
-	// Unit follows the value when printed; "×" when empty.
+	// Unit follows the value when printed (see withUnit); "×" when empty.
 	Unit string `json:"unit,omitempty"`
+}
+
+// withUnit formats a ratio's value with its unit: a factor (no unit) and a
+// unit of symbols ("/s") follow the number, a word ("CPU-s") after a
+// space.
+func withUnit(v float64, unit string) string {
+	switch {
+	case unit == "":
+		return trimFloat(v) + "×"
+	case unicode.IsLetter([]rune(unit)[0]):
+		return trimFloat(v) + " " + unit
+	}
+	return trimFloat(v) + unit
 }
 
 func (s *scenarioResult) ratio(name string, v float64, detail string) *ratio {
@@ -153,11 +167,7 @@ func (s *scenarioResult) print(w io.Writer) {
 		_ = tw.Flush()
 	}
 	for _, r := range s.Ratios {
-		unit := r.Unit
-		if unit == "" {
-			unit = "×"
-		}
-		fmt.Fprintf(w, "   %-44s %8s", r.Name, trimFloat(r.Value)+unit)
+		fmt.Fprintf(w, "   %-44s %8s", r.Name, withUnit(r.Value, r.Unit))
 		switch {
 		case r.Met == nil:
 		case *r.Met:
@@ -181,9 +191,9 @@ func (s *scenarioResult) print(w io.Writer) {
 // median and range over the repetitions, and how often its target held.
 func (r *benchReport) printSummary(w io.Writer) {
 	type series struct {
-		values []float64
-		met    int
-		target string
+		values       []float64
+		met          int
+		target, unit string
 	}
 	var order []string
 	byKey := map[string]*series{}
@@ -195,7 +205,7 @@ func (r *benchReport) printSummary(w io.Writer) {
 			key := base + "\x00" + ra.Name
 			se := byKey[key]
 			if se == nil {
-				se = &series{target: ra.Target}
+				se = &series{target: ra.Target, unit: ra.Unit}
 				byKey[key] = se
 				order = append(order, key)
 			}
@@ -222,7 +232,7 @@ func (r *benchReport) printSummary(w io.Writer) {
 		if len(v)%2 == 0 {
 			median = (v[len(v)/2-1] + v[len(v)/2]) / 2
 		}
-		fmt.Fprintf(w, "   %-10s %-44s %8s  (%s – %s)", base, name, trimFloat(median)+"×", trimFloat(v[0]), trimFloat(v[len(v)-1]))
+		fmt.Fprintf(w, "   %-10s %-44s %8s  (%s – %s)", base, name, withUnit(median, se.unit), trimFloat(v[0]), trimFloat(v[len(v)-1]))
 		if se.target != "" {
 			fmt.Fprintf(w, "   target %s met in %d of %d", se.target, se.met, len(v))
 		}
