@@ -28,6 +28,9 @@ type benchBridge struct {
 	done    chan error
 	stopped bool
 	stopErr error
+	// mem samples this process's memory from the start to the stop: the
+	// variant's peak, in every scenario.
+	mem *memSampler
 }
 
 // benchShutdownTimeout is the --shutdown-timeout of the variants. A
@@ -81,7 +84,8 @@ func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge
 		return nil, fmt.Errorf("%s: %w", o.label, err)
 	}
 	bctx, cancel := context.WithCancel(context.Background())
-	bb := &benchBridge{label: o.label, b: b, url: url, pool: pool, cancel: cancel, done: make(chan error, 1)}
+	bb := &benchBridge{label: o.label, b: b, url: url, pool: pool, cancel: cancel, done: make(chan error, 1),
+		mem: startMemSampler(memSampleInterval, processMemory)}
 	bb.started = time.Now()
 	// The label tells the variants apart in a --cpuprofile:
 	// go tool pprof -tagfocus variant=catch-up/stb.
@@ -100,9 +104,14 @@ func (bb *benchBridge) stop() error {
 		bb.stopErr = <-bb.done
 		bb.b.Close()
 		bb.pool.Close()
+		bb.mem.Stop()
 	}
 	return bb.stopErr
 }
+
+// peak returns the most memory this process used while the variant ran
+// (so far, if it still runs).
+func (bb *benchBridge) peak() memUse { return bb.mem.Peak() }
 
 // failed returns Run's error if the bridge stopped by itself.
 func (bb *benchBridge) failed() error {
@@ -111,6 +120,7 @@ func (bb *benchBridge) failed() error {
 		bb.stopped, bb.stopErr = true, err
 		bb.b.Close()
 		bb.pool.Close()
+		bb.mem.Stop()
 		if err == nil {
 			err = errors.New("bridge stopped")
 		}

@@ -113,10 +113,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 	}
 	res.ratio("stb time / raw read ceiling time", a.Elapsed.Seconds()/raw.Elapsed.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb time / read+decode ceiling time", a.Elapsed.Seconds()/rd.Elapsed.Seconds(), "").atMost(1.2, "×")
-	if budget := e.cfg.MaxBufferedBytes; budget > 0 {
-		res.ratio("stb peak RSS / (--max-buffered-bytes + 128 MiB)", float64(a.PeakRSS)/float64(budget+128<<20),
-			fmt.Sprintf("%s against a budget of %s", mib(float64(a.PeakRSS)), mib(float64(budget)))).atMost(1, "×")
-	}
+	res.rssBudget(a.Peak.RSS, e.cfg.MaxBufferedBytes, "")
 	res.ratio("stb time / pgx ceiling time", a.Elapsed.Seconds()/pgxRes.Elapsed.Seconds(), "")
 	res.ratio("stb rows/s / pgx ceiling rows/s", (float64(aRows)/a.Elapsed.Seconds())/(float64(pgxRows)/pgxRes.Elapsed.Seconds()),
 		"rows/s over the whole catch-up, reading included")
@@ -220,6 +217,7 @@ func (e *benchEnv) catchUpVariant(ctx context.Context, res *scenarioResult, v ca
 	if stopErr := bb.stop(); err == nil && stopErr != nil {
 		err = fmt.Errorf("%s: %w", label, stopErr)
 	}
+	r.Peak = bb.peak()
 	if err != nil {
 		return r, 0, err
 	}
@@ -244,8 +242,8 @@ func (e *benchEnv) catchUpVariant(ctx context.Context, res *scenarioResult, v ca
 		row.set("rows", "rows", float64(rows), thousands(rows)).
 			set("rows/s", "rowsPerSecond", float64(rows)/r.Elapsed.Seconds(), perSecond(float64(rows), r.Elapsed))
 	}
-	row.set("peak rss", "peakRSS", float64(r.PeakRSS), mib(float64(r.PeakRSS))).
-		set("peak go heap", "peakLiveHeap", float64(r.PeakHeap), mib(float64(r.PeakHeap))).
+	row.peakRSS(r.Peak).
+		set("peak go heap", "peakLiveHeap", float64(r.Peak.Heap), mib(float64(r.Peak.Heap))).
 		set("state", "verified", boolValue(r.Complete), verifiedText(r.Complete, !r.Complete))
 	switch {
 	case v.note != "":

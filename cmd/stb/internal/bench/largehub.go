@@ -94,6 +94,7 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 			set("ingest rows/s", "ingestRowsPerSecond", float64(ingestRows)/r.ingest.Seconds(), perSecond(float64(ingestRows), r.ingest)).
 			set("rotation", "rotationSeconds", r.rotation.Seconds(), secs(r.rotation)).
 			set("rotation rows/s", "rotationRowsPerSecond", float64(rotRows)/r.rotation.Seconds(), perSecond(float64(rotRows), r.rotation)).
+			peakRSS(r.peak).
 			set("state", "verified", boolValue(r.ok), verifiedText(r.ok, false)).
 			Note = fmt.Sprintf("ingest from the first message read; %s from the start (group join included)", secs(r.fromStart))
 		if v.conflation {
@@ -103,6 +104,7 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 	res.ratio("stb ingest / pgx ceiling ingest", stb.ingest.Seconds()/pgxIngest.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb rotation / pgx ceiling rotation", stb.rotation.Seconds()/pgxRot.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb ingest / read+decode ceiling", stb.ingest.Seconds()/decode.Seconds(), "")
+	res.rssBudget(stb.peak.RSS, e.cfg.MaxBufferedBytes, "")
 	res.note("rows: the ingest inserts %s clusters and %s placement rows and sets %s compliance rows; the rotation updates %s rows",
 		thousands(largeHubClusters), thousands(rotRows), thousands(rotRows), thousands(rotRows))
 	return nil
@@ -153,6 +155,7 @@ func (e *benchEnv) largeHubPGX(ctx context.Context, st *finalState, rotation tra
 type largeHubRun struct {
 	ingest, fromStart, rotation time.Duration
 	ok                          bool
+	peak                        memUse // from the variant's start to its stop
 }
 
 // largeHubVariant runs one bridge variant: the ingest of the backlog, then
@@ -228,7 +231,9 @@ func (e *benchEnv) largeHubVariant(ctx context.Context, dbName string, conflatio
 	if !r.ok {
 		e.out.say("%s: after the rotation: %s", label, summary)
 	}
-	return r, bb.stop()
+	err = bb.stop()
+	r.peak = bb.peak()
+	return r, err
 }
 
 // largeHubVersionsAt reports whether the variant's database holds the

@@ -68,8 +68,9 @@ func benchOverload(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 			set("written/s", "writtenPerSecond", r.writtenRate, perSecond(r.writtenRate, time.Second)).
 			set("fresh p50 1st/2nd half", "freshnessP50", r.p50[1], humanize.Seconds(r.p50[0])+" / "+humanize.Seconds(r.p50[1])).
 			set("fresh p99 1st/2nd half", "freshnessP99", r.p99[1], humanize.Seconds(r.p99[0])+" / "+humanize.Seconds(r.p99[1])).
-			set("rss at half → end (max)", "rssEnd", float64(r.rss2.Last), fmt.Sprintf("%s → %s (%s)", mib(float64(r.rss2.First)), mib(float64(r.rss2.Last)), mib(float64(r.rss2.Max)))).
+			set("rss at half → end", "rssEnd", float64(r.rss2.Last), mib(float64(r.rss2.First))+" → "+mib(float64(r.rss2.Last))).
 			set("rss slope 2nd half", "rssSlopePerMinute", r.rss2.SlopePerMinute, mib(r.rss2.SlopePerMinute)+"/min").
+			peakRSS(r.peak).
 			set("go heap at half → end", "goHeapEnd", float64(r.heap[1]), mib(float64(r.heap[0]))+" → "+mib(float64(r.heap[1])))
 		row.Values["freshnessP50FirstHalf"], row.Values["freshnessP99FirstHalf"] = r.p50[0], r.p99[0]
 		row.Values["rssHalf"], row.Values["rssMaxSecondHalf"] = float64(r.rss2.First), float64(r.rss2.Max)
@@ -111,6 +112,7 @@ func benchOverload(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 		res.ratio("asked rate / raw read ceiling", rate/rawRate, "")
 	}
 	res.ratio("stb freshness p99 2nd half / 1st half", stb.p99[1]/stb.p99[0], "").atMost(1.2, "×")
+	res.rssBudget(stb.peak.RSS, e.cfg.MaxBufferedBytes, "over the whole variant: the overload, then the catch-up and the check")
 	growth := float64(stb.rss2.First) + stb.rss2.SlopePerMinute*half.Minutes()
 	res.ratio("stb RSS fitted over the 2nd half: end / start", growth/float64(stb.rss2.First),
 		fmt.Sprintf("%s/min; samples %s → %s", mib(stb.rss2.SlopePerMinute), mib(float64(stb.rss2.First)), mib(float64(stb.rss2.Last)))).atMost(1.05, "× (flat within GC noise)")
@@ -127,6 +129,7 @@ type overloadRun struct {
 	p50, p99                        [2]float64 // per half
 	rss2                            rssTrend   // over the second half
 	heap                            [2]int64   // Go's live heap at the half and the end
+	peak                            memUse     // from the variant's start to its stop
 	heldEnd, unread, sent           int64
 	checked, verified               bool
 	note, held                      string
@@ -141,6 +144,12 @@ func (e *benchEnv) overloadVariant(ctx context.Context, label, dbName string, co
 		return r, err
 	}
 	defer func() { _ = l.stop() }()
+	// finish stops the variant and takes its peak, over all of its run.
+	finish := func() (overloadRun, error) {
+		err := l.stop()
+		r.peak = l.bb.peak()
+		return r, err
+	}
 	snap := func() histSnapshot {
 		return snapshotHistogram(metricview.Gather(l.bb.b.Gatherer()), freshnessMetric, nil)
 	}
@@ -177,7 +186,7 @@ func (e *benchEnv) overloadVariant(ctx context.Context, label, dbName string, co
 	if !conflation {
 		// The baseline would take ten times the run to drain; it is
 		// compared under overload only.
-		return r, l.stop()
+		return finish()
 	}
 	// Let the producer finish its last round, then the bridge catch up.
 	select {
@@ -185,7 +194,7 @@ func (e *benchEnv) overloadVariant(ctx context.Context, label, dbName string, co
 	case <-time.After(full / 2):
 		l.p.stop()
 		r.note = joinNotes(r.note, "the producer had not finished within half of --duration after it; not verified")
-		return r, l.stop()
+		return finish()
 	case <-ctx.Done():
 		return r, ctx.Err()
 	}
@@ -201,7 +210,7 @@ func (e *benchEnv) overloadVariant(ctx context.Context, label, dbName string, co
 	r.checked, r.verified = true, cu.Complete
 	r.note = joinNotes(r.note, fmt.Sprintf("%s messages; after the producer stopped, the final state was written and verified in %s",
 		thousands(int64(exp.Messages)), secs(time.Since(drainStart))))
-	return r, l.stop()
+	return finish()
 }
 
 // calibrate measures what the database absorbs message by message: the

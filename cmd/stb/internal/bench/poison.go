@@ -29,7 +29,7 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 		rejects, letters int64
 		rejectTime       time.Duration
 		verified         bool
-		peakRSS          int64
+		peak             memUse
 	}
 	variant := func(label, topic, dbName string, flood, mix bool) (run, error) {
 		out := run{label: label}
@@ -90,13 +90,15 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 		if err != nil {
 			return out, err
 		}
-		out.verified, out.peakRSS = r.Complete, r.PeakRSS
+		out.verified = r.Complete
 		if err := l.bb.pool.QueryRow(ctx, `SELECT count(*) FROM status.dead_letters`).Scan(&out.letters); err != nil {
 			return out, err
 		}
 		h := snapshotHistogram(metricview.Gather(l.bb.b.Gatherer()), freshnessMetric, nil)
 		out.fresh50, out.fresh99 = h.quantile(0.5), h.quantile(0.99)
-		return out, nil
+		err = l.stop()
+		out.peak = l.bb.peak()
+		return out, err
 	}
 
 	flooded, err := variant("poison-flood/burst", e.topic("poison"), "stb_bench_poison", true, false)
@@ -120,7 +122,7 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 			row.set("rejects/s", "rejectsPerSecond", float64(v.rejects)/v.rejectTime.Seconds(), perSecond(float64(v.rejects), v.rejectTime))
 		}
 		row.set("fresh p50/p99", "freshnessP99", v.fresh99, humanize.Seconds(v.fresh50)+" / "+humanize.Seconds(v.fresh99)).
-			set("peak rss", "peakRSS", float64(v.peakRSS), mib(float64(v.peakRSS))).
+			peakRSS(v.peak).
 			set("state", "verified", boolValue(v.verified), verifiedText(v.verified, false))
 		if v.letters != v.rejects {
 			row.Note = fmt.Sprintf("%d dead letters for %d rejects: each must be stored exactly once", v.letters, v.rejects)
@@ -139,5 +141,12 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 		"every valid message followed by a reject, at the same rate").atMost(2, "×")
 	res.ratio("valid freshness p99, burst / none", flooded.fresh99/clean.fresh99,
 		"the valid messages behind the burst in their partitions wait until it is read")
+	worst := flooded
+	for _, v := range []run{mixed, clean} {
+		if v.peak.RSS > worst.peak.RSS {
+			worst = v
+		}
+	}
+	res.rssBudget(worst.peak.RSS, e.cfg.MaxBufferedBytes, "the worst run, "+worst.label)
 	return nil
 }

@@ -23,6 +23,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 	var perMsg [2]float64
 	var topicStb string
 	var readStb int64
+	var stbPeak memUse
 	for i, v := range []struct {
 		role, name, db string
 		conflation     bool
@@ -46,11 +47,12 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 		if err != nil {
 			return err
 		}
+		peak := l.bb.peak()
 		if v.conflation {
-			readStb = int64(l.bb.b.Stats().Read)
+			readStb, stbPeak = int64(l.bb.b.Stats().Read), peak
 		}
 		perMsg[i] = m.cpu.Seconds() / m.read * 1000
-		res.row(v.role, v.name).
+		row := res.row(v.role, v.name).
 			set("read/s", "readPerSecond", m.read/m.took.Seconds(), perSecond(m.read, m.took)).
 			set("written/s", "writtenPerSecond", m.written/m.took.Seconds(), perSecond(m.written, m.took)).
 			set("cpu s/1k read", "cpuSecondsPer1000Read", perMsg[i], fmt.Sprintf("%.3f", perMsg[i])).
@@ -58,7 +60,8 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 			set("bridge cores", "bridgeCores", m.cpu.Seconds()/m.took.Seconds(), fmt.Sprintf("%.2f", m.cpu.Seconds()/m.took.Seconds())).
 			set("postgres s/1k read", "postgresCPUSecondsPer1000Read", m.pgCPU.Seconds()/m.read*1000, fmt.Sprintf("%.3f", m.pgCPU.Seconds()/m.read*1000)).
 			set("fresh p50/p99", "freshnessP99", m.p99, humanize.Seconds(m.p50)+" / "+humanize.Seconds(m.p99)).
-			Note = joinNotes(fmt.Sprintf("broker %.2f, producer %.2f cores", m.brokerCPU.Seconds()/m.took.Seconds(), m.producerCPU.Seconds()/m.took.Seconds()),
+			peakRSS(peak)
+		row.Note = joinNotes(fmt.Sprintf("broker %.2f, producer %.2f cores", m.brokerCPU.Seconds()/m.took.Seconds(), m.producerCPU.Seconds()/m.took.Seconds()),
 			l.describe(e.cfg.Duration))
 	}
 
@@ -90,6 +93,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 		res.ratio("stb cpu per bundle read / raw read ceiling", perMsg[0]/rawPer, "")
 	}
 	res.ratio("stb cpu per bundle read / baseline", perMsg[0]/perMsg[1], "")
+	res.rssBudget(stbPeak.RSS, e.cfg.MaxBufferedBytes, "")
 	res.note("cpu is user+system time of this process (getrusage), the bridge alone; postgres is the CPU time of every postgres process over the window")
 	return nil
 }

@@ -15,9 +15,9 @@ type catchUpResult struct {
 	FirstWrite time.Duration
 	Finished   int64
 	Counters   counters
-	// PeakRSS is the largest resident size sampled (once a second), and
-	// PeakHeap the largest live Go heap.
-	PeakRSS, PeakHeap int64
+	// Peak is the most memory the variant used from its start to its
+	// stop (the bridge's sampler), set by catchUpVariant once it stopped.
+	Peak memUse
 	// ReadAll is when the reader had read every message, and
 	// WrittenAtReadAll the bundles written by type by then.
 	ReadAll          time.Duration
@@ -84,7 +84,6 @@ func (e *benchEnv) waitCaughtUp(ctx context.Context, bb *benchBridge, total int6
 			res.ReadAll, res.WrittenAtReadAll, res.HeldAtReadAll = elapsed, bb.writtenByType(), bb.heldSummary()
 		}
 		if now.Sub(lastShown) >= time.Second {
-			res.PeakRSS, res.PeakHeap = max(res.PeakRSS, selfRSS()), max(res.PeakHeap, goLiveHeap())
 			rate := (res.Counters.written - lastWritten) / max(now.Sub(lastShown).Seconds(), 1e-9)
 			if lastShown.IsZero() {
 				rate = 0
