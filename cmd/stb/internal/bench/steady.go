@@ -23,6 +23,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 	var perMsg [2]float64
 	var topicStb string
 	var readStb int64
+	var stb steadyMeasure
 	var stbPeak memUse
 	for i, v := range []struct {
 		role, name, db string
@@ -49,7 +50,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 		}
 		peak := l.bb.peak()
 		if v.conflation {
-			readStb, stbPeak = int64(l.bb.b.Stats().Read), peak
+			readStb, stb, stbPeak = int64(l.bb.b.Stats().Read), m, peak
 		}
 		perMsg[i] = m.cpu.Seconds() / m.read * 1000
 		row := res.row(v.role, v.name).
@@ -61,6 +62,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 			set("postgres s/1k read", "postgresCPUSecondsPer1000Read", m.pgCPU.Seconds()/m.read*1000, fmt.Sprintf("%.3f", m.pgCPU.Seconds()/m.read*1000)).
 			set("fresh p50/p99", "freshnessP99", m.p99, humanize.Seconds(m.p50)+" / "+humanize.Seconds(m.p99)).
 			peakRSS(peak)
+		row.Values["bridgeAndPostgresCPUSecondsPer1000Read"] = m.withPostgresPer1000Read()
 		row.Note = joinNotes(fmt.Sprintf("broker %.2f, producer %.2f cores", m.brokerCPU.Seconds()/m.took.Seconds(), m.producerCPU.Seconds()/m.took.Seconds()),
 			l.describe(e.cfg.Duration))
 	}
@@ -93,6 +95,11 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 		res.ratio("stb cpu per bundle read / raw read ceiling", perMsg[0]/rawPer, "")
 	}
 	res.ratio("stb cpu per bundle read / baseline", perMsg[0]/perMsg[1], "")
+	both := stb.withPostgresPer1000Read()
+	r := res.ratio("stb bridge + PostgreSQL CPU-s per 1,000 bundles", both,
+		fmt.Sprintf("bridge %.3f + postgres %.3f CPU-s per 1,000 bundles read", stb.cpu.Seconds()/stb.read*1000, stb.pgCPU.Seconds()/stb.read*1000))
+	r.Unit = "CPU-s"
+	r.atMost(0.35, " CPU-s")
 	res.rssBudget(stbPeak.RSS, e.cfg.MaxBufferedBytes, "")
 	res.note("cpu is user+system time of this process (getrusage), the bridge alone; postgres is the CPU time of every postgres process over the window")
 	return nil
@@ -104,6 +111,13 @@ type steadyMeasure struct {
 	read, written                      float64
 	cpu, pgCPU, brokerCPU, producerCPU time.Duration
 	p50, p99                           float64
+}
+
+// withPostgresPer1000Read is the CPU time of the bridge and of PostgreSQL
+// together per 1,000 bundles read: what the steady state costs (DESIGN.md
+// §15 holds it to 0.35 CPU-s).
+func (m steadyMeasure) withPostgresPer1000Read() float64 {
+	return (m.cpu + m.pgCPU).Seconds() / m.read * 1000
 }
 
 // steadyWindow waits out the warm-up, then measures until --duration.
