@@ -67,7 +67,7 @@ func BenchmarkManagedClustersHandle(b *testing.B) {
 			handle := func(payload any) {
 				bundles := []*bundle.Bundle{{Hub: hub, Type: "managedclusters", Payload: payload}}
 				if err := pgx.BeginFunc(b.Context(), pool, func(tx pgx.Tx) error {
-					return handleManagedClusters(b.Context(), tx, bundles)
+					return execPlan(b.Context(), tx, planManagedClusters, bundles)
 				}); err != nil {
 					b.Fatal(err)
 				}

@@ -61,7 +61,7 @@ func ClustersPolicies() Syncer {
 			DependsOn: "managedclusters", Rule: bundle.AfterProcessed,
 		},
 		Decode: decodeClustersPolicies,
-		Handle: handleClustersPolicies,
+		Plan:   planClustersPolicies,
 	}
 }
 
@@ -173,39 +173,43 @@ DROP TABLE IF EXISTS pg_temp.stb_placement_pairs;
 CREATE TEMP TABLE stb_placement_pairs (policy_id text, cluster_name text) ON COMMIT DROP`
 )
 
-// handleClustersPolicies makes the hub's rows of status.compliance exactly
+// planClustersPolicies makes the hub's rows of status.compliance exactly
 // the snapshot's (policy, cluster) pairs: pairs no longer listed are
 // deleted, new ones inserted as 'unknown', and pairs that stay keep their
 // compliance. It is one DELETE and one INSERT over the same two arrays
 // (policy and cluster of every pair, sorted), sent as one batch: one round
 // trip whatever the size. Of several bundles the last is the hub's latest
 // state and the only one written.
-func handleClustersPolicies(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planClustersPolicies(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[ClustersPoliciesPayload](b)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
 	policyIDs, clusters, err := p.pairs()
 	if err != nil {
-		return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("clusterspolicies of hub %q: %w", b.Hub, err)}
+		return Write{}, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("clusterspolicies of hub %q: %w", b.Hub, err)}
 	}
-	return writePlacement(ctx, db, b.Hub, policyIDs, clusters, len(policyIDs) > stageRowsAbove)
+	return writePlacement(b.Hub, policyIDs, clusters, len(policyIDs) > stageRowsAbove), nil
 }
 
-// writePlacement runs the two statements of the clusterspolicies handler,
-// staging the pairs in a temporary table first when staged is set.
-func writePlacement(ctx context.Context, db DB, hub string, policyIDs, clusters []string, staged bool) error {
+// writePlacement is the two statements of the clusterspolicies handler,
+// after staging the pairs in a temporary table when staged is set.
+func writePlacement(hub string, policyIDs, clusters []string, staged bool) Write {
 	if staged {
-		if err := stage(ctx, db, createPlacementStageSQL, "stb_placement_pairs",
-			[]string{"policy_id", "cluster_name"}, policyIDs, clusters); err != nil {
-			return err
+		return Write{
+			Stage: func(ctx context.Context, db DB) error {
+				return stage(ctx, db, createPlacementStageSQL, "stb_placement_pairs",
+					[]string{"policy_id", "cluster_name"}, policyIDs, clusters)
+			},
+			Statements: []Statement{
+				{What: "delete removed placements", SQL: deletePlacementStagedSQL, Args: []any{hub}},
+				{What: "insert new placements", SQL: insertPlacementStagedSQL, Args: []any{hub}},
+			},
 		}
-		return execBatch(ctx, db,
-			statement{"delete removed placements", deletePlacementStagedSQL, []any{hub}},
-			statement{"insert new placements", insertPlacementStagedSQL, []any{hub}})
 	}
-	return execBatch(ctx, db,
-		statement{"delete removed placements", deletePlacementSQL, []any{hub, policyIDs, clusters}},
-		statement{"insert new placements", insertPlacementSQL, []any{hub, policyIDs, clusters}})
+	return Write{Statements: []Statement{
+		{What: "delete removed placements", SQL: deletePlacementSQL, Args: []any{hub, policyIDs, clusters}},
+		{What: "insert new placements", SQL: insertPlacementSQL, Args: []any{hub, policyIDs, clusters}},
+	}}
 }

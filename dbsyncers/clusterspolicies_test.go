@@ -96,7 +96,7 @@ func writePlacementTx(t *testing.T, pool *pgxpool.Pool, hub string, data []byte,
 		t.Fatal(err)
 	}
 	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-		return writePlacement(t.Context(), tx, hub, policyIDs, clusters, staged)
+		return writePlacement(hub, policyIDs, clusters, staged).Exec(t.Context(), tx)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func Compliance() Syncer {
 			DependsOn: "clusterspolicies", Rule: bundle.AtLeast,
 		},
 		Decode: decodeCompliance,
-		Handle: handleCompliance,
+		Plan:   planCompliance,
 	}
 }
 
@@ -216,7 +216,7 @@ DROP TABLE IF EXISTS pg_temp.stb_compliance_rows;
 CREATE TEMP TABLE stb_compliance_rows (policy_id text, cluster_name text, compliance text) ON COMMIT DROP`
 )
 
-// handleCompliance writes the last compliance bundle of the group: its
+// planCompliance writes the last compliance bundle of the group: its
 // listed clusters become non_compliant or unknown and every other row of
 // the hub compliant, including the rows of policies the bundle does not
 // mention (real agents leave fully compliant policies out).
@@ -227,33 +227,37 @@ CREATE TEMP TABLE stb_compliance_rows (policy_id text, cluster_name text, compli
 // it through) cannot tell pairs that placement added from compliant ones:
 // they become compliant too, until the hub's next report, built on the
 // newer placement, says otherwise.
-func handleCompliance(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planCompliance(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[CompliancePayload](b)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
 	rows, err := p.rows()
 	if err != nil {
-		return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("compliance of hub %q: %w", b.Hub, err)}
+		return Write{}, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("compliance of hub %q: %w", b.Hub, err)}
 	}
-	return writeCompliance(ctx, db, b.Hub, rows, rows.len() > stageRowsAbove)
+	return writeCompliance(b.Hub, rows, rows.len() > stageRowsAbove), nil
 }
 
-// writeCompliance runs the two statements of the compliance handler,
-// staging the rows in a temporary table first when staged is set.
-func writeCompliance(ctx context.Context, db DB, hub string, rows complianceRows, staged bool) error {
+// writeCompliance is the two statements of the compliance handler, after
+// staging the rows in a temporary table when staged is set.
+func writeCompliance(hub string, rows complianceRows, staged bool) Write {
 	// An empty report is a hub all of whose placed clusters comply.
 	if staged {
-		if err := stage(ctx, db, createComplianceStageSQL, "stb_compliance_rows",
-			[]string{"policy_id", "cluster_name", "compliance"}, rows.policyIDs, rows.clusters, rows.states); err != nil {
-			return err
+		return Write{
+			Stage: func(ctx context.Context, db DB) error {
+				return stage(ctx, db, createComplianceStageSQL, "stb_compliance_rows",
+					[]string{"policy_id", "cluster_name", "compliance"}, rows.policyIDs, rows.clusters, rows.states)
+			},
+			Statements: []Statement{
+				{What: "update listed compliance", SQL: updateListedStagedSQL, Args: []any{hub}},
+				{What: "set other clusters compliant", SQL: updateOthersStagedSQL, Args: []any{hub}},
+			},
 		}
-		return execBatch(ctx, db,
-			statement{"update listed compliance", updateListedStagedSQL, []any{hub}},
-			statement{"set other clusters compliant", updateOthersStagedSQL, []any{hub}})
 	}
-	return execBatch(ctx, db,
-		statement{"update listed compliance", updateListedSQL, []any{hub, rows.policyIDs, rows.clusters, rows.states}},
-		statement{"set other clusters compliant", updateOthersSQL, []any{hub, rows.policyIDs, rows.clusters}})
+	return Write{Statements: []Statement{
+		{What: "update listed compliance", SQL: updateListedSQL, Args: []any{hub, rows.policyIDs, rows.clusters, rows.states}},
+		{What: "set other clusters compliant", SQL: updateOthersSQL, Args: []any{hub, rows.policyIDs, rows.clusters}},
+	}}
 }

@@ -92,7 +92,7 @@ func writeComplianceTx(t *testing.T, pool *pgxpool.Pool, hub string, data []byte
 		t.Fatal(err)
 	}
 	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-		return writeCompliance(t.Context(), tx, hub, rows, staged)
+		return writeCompliance(hub, rows, staged).Exec(t.Context(), tx)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,11 +256,11 @@ func TestStageTwiceInOneTransaction(t *testing.T) {
 	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 		for _, nc := range [][]string{{"a"}, {"b"}} {
 			rows := report(nc...)
-			if err := writeCompliance(t.Context(), tx, "hub-twice", rows, true); err != nil {
+			if err := writeCompliance("hub-twice", rows, true).Exec(t.Context(), tx); err != nil {
 				return err
 			}
 		}
-		return writePlacement(t.Context(), tx, "hub-twice", []string{"p1", "p1"}, []string{"a", "b"}, true)
+		return writePlacement("hub-twice", []string{"p1", "p1"}, []string{"a", "b"}, true).Exec(t.Context(), tx)
 	}); err != nil {
 		t.Fatal(err)
 	}

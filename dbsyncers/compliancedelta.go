@@ -2,7 +2,6 @@ package dbsyncers
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,7 +42,7 @@ func ComplianceDelta() Syncer {
 			DependsOn: "compliance", Rule: bundle.Exactly,
 		},
 		Decode: decodeComplianceDelta,
-		Handle: handleComplianceDelta,
+		Plan:   planComplianceDelta,
 		Merge:  mergeComplianceDelta,
 	}
 }
@@ -223,7 +222,7 @@ const updateDeltaSQL = updateListedHead + unnestComplianceRows + updateListedTai
 	WHERE v.hub = $1 AND v.bundle_type = 'compliance'
 	  AND v.incarnation = $5::numeric AND v.generation = $6::numeric)`
 
-// handleComplianceDelta writes a group of deltas of one hub, all on one
+// planComplianceDelta writes a group of deltas of one hub, all on one
 // base, in one round trip: the base check and one UPDATE of the changes
 // folded in order (later wins per pair). As with compliance bundles, a
 // change to a pair without a row (one a newer placement removed) is
@@ -235,58 +234,47 @@ const updateDeltaSQL = updateListedHead + unnestComplianceRows + updateListedTai
 // deadletter.StaleBase. Conflation units hold deltas back until their base is
 // written and drop those on replaced bases, so this is a defence in depth
 // against, for example, a second replica writing the same hub.
-func handleComplianceDelta(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planComplianceDelta(bundles []*bundle.Bundle) (Write, error) {
 	last := bundles[len(bundles)-1]
 	base := last.Dependency
 	for _, b := range bundles {
 		if !b.HasDependency {
-			return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf(
+			return Write{}, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf(
 				"compliancedelta %s of hub %q has no base version (extdependencyversion)", b.Version, b.Hub)}
 		}
 		if b.Dependency != base {
-			return &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf(
+			return Write{}, &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf(
 				"compliancedelta group of hub %q mixes bases %s and %s", b.Hub, b.Dependency, base)}
 		}
 	}
 	changes, err := foldComplianceDeltas(bundles)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
 	var rows complianceRows
 	for _, c := range changes {
 		rows.add(c.PolicyID, c.Cluster, c.State)
 	}
-
-	batch := newBatch()
-	batch.Queue(baseSQL, last.Hub)
-	batch.Queue(updateDeltaSQL, last.Hub, rows.policyIDs, rows.clusters, rows.states,
-		strconv.FormatUint(base.Incarnation, 10), strconv.FormatUint(base.Generation, 10))
-	br := db.SendBatch(ctx, batch)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return fmt.Errorf("set plan_cache_mode: %w", err)
-	}
-	stored, found, err := scanVersion(br.QueryRow())
-	if err != nil {
-		_ = br.Close()
-		return fmt.Errorf("read compliance base: %w", err)
-	}
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return fmt.Errorf("update compliance from deltas: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return fmt.Errorf("compliance delta batch: %w", err)
-	}
-	if !found || stored != base {
-		have := "none"
-		if found {
-			have = stored.String()
+	checkBase := func(row pgx.Row) error {
+		stored, found, err := scanVersion(row)
+		if err != nil {
+			return fmt.Errorf("read compliance base: %w", err)
 		}
-		return &PermanentError{Reason: deadletter.StaleBase, Err: fmt.Errorf(
-			"compliancedelta group of hub %q is on compliance %s, the database holds %s", last.Hub, base, have)}
+		if !found || stored != base {
+			have := "none"
+			if found {
+				have = stored.String()
+			}
+			return &PermanentError{Reason: deadletter.StaleBase, Err: fmt.Errorf(
+				"compliancedelta group of hub %q is on compliance %s, the database holds %s", last.Hub, base, have)}
+		}
+		return nil
 	}
-	return nil
+	return Write{Statements: []Statement{
+		{What: "read compliance base", SQL: baseSQL, Args: []any{last.Hub}, Row: checkBase},
+		{What: "update compliance from deltas", SQL: updateDeltaSQL, Args: []any{last.Hub, rows.policyIDs, rows.clusters, rows.states,
+			strconv.FormatUint(base.Incarnation, 10), strconv.FormatUint(base.Generation, 10)}},
+	}}, nil
 }
 
 // scanVersion reads a version sent as two decimal texts; found is false

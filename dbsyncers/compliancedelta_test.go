@@ -256,7 +256,7 @@ func TestComplianceDelta(t *testing.T) {
 		}
 		defer tx.Rollback(context.WithoutCancel(t.Context()))
 		stale := deltaBundle(hub, 6, bundle.Version{Incarnation: 1, Generation: 4}, changes("p1/a=c", "p1/b=n"))
-		err = handleComplianceDelta(t.Context(), tx, []*bundle.Bundle{stale})
+		err = execPlan(t.Context(), tx, planComplianceDelta, []*bundle.Bundle{stale})
 		var pe *PermanentError
 		if !errors.As(err, &pe) || pe.Reason != deadletter.StaleBase {
 			t.Fatalf("handle = %v, want a stale_base PermanentError", err)

@@ -6,7 +6,11 @@
 // Registry.Apply runs inside the worker's transaction: it first moves the
 // hub's status.bundle_versions row forward (the version fence) and runs the
 // handler only when that succeeded, so a replayed or reordered older bundle
-// writes nothing. The package knows nothing of Kafka.
+// writes nothing. Registry.ApplyBatch, what the workers use, does the same
+// for several jobs in one round trip: a syncer's Plan gives its statements
+// without running them, and the fences and statements of the batch are
+// pipelined, the batch rolled back (ErrStale) in the rare case where a fence
+// refused its bundle. The package knows nothing of Kafka.
 //
 // The types and what they write:
 //

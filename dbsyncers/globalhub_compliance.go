@@ -1,7 +1,6 @@
 package dbsyncers
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -150,7 +149,7 @@ func GlobalHubLocalCompliance() Syncer {
 		Decode: func(data []byte) (any, error) {
 			return decodeGHCompliance(GHLocalCompliance, data, true)
 		},
-		Handle: handleGHLocalCompliance,
+		Plan: planGHLocalCompliance,
 	}
 }
 
@@ -174,19 +173,20 @@ ON CONFLICT (hub, policy_id, cluster_name) DO UPDATE SET
 WHERE t.compliance <> excluded.compliance`
 )
 
-func handleGHLocalCompliance(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planGHLocalCompliance(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[GlobalHubCompliancePayload](b)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
 	r := p.Rows
 	if len(r.policyIDs) != len(r.clusters) || len(r.clusters) != len(r.states) {
-		return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("%s of hub %q: uneven rows", b.Type, b.Hub)}
+		return Write{}, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("%s of hub %q: uneven rows", b.Type, b.Hub)}
 	}
-	return execBatch(ctx, db,
-		statement{"delete compliance the report leaves out", deleteUnlistedComplianceSQL, []any{b.Hub, r.policyIDs, r.clusters}},
-		statement{"upsert listed compliance", upsertComplianceSQL, []any{b.Hub, r.policyIDs, r.clusters, r.states}})
+	return Write{Statements: []Statement{
+		{What: "delete compliance the report leaves out", SQL: deleteUnlistedComplianceSQL, Args: []any{b.Hub, r.policyIDs, r.clusters}},
+		{What: "upsert listed compliance", SQL: upsertComplianceSQL, Args: []any{b.Hub, r.policyIDs, r.clusters, r.states}},
+	}}, nil
 }
 
 // GlobalHubLocalCompleteCompliance returns the syncer of
@@ -206,15 +206,15 @@ func GlobalHubLocalCompleteCompliance() Syncer {
 		Decode: func(data []byte) (any, error) {
 			return decodeGHCompliance(GHLocalCompleteCompliance, data, false)
 		},
-		Handle: handleGHLocalCompleteCompliance,
+		Plan: planGHLocalCompleteCompliance,
 	}
 }
 
-func handleGHLocalCompleteCompliance(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planGHLocalCompleteCompliance(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[GlobalHubCompliancePayload](b)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
-	return writeCompliance(ctx, db, b.Hub, p.Rows, p.Rows.len() > stageRowsAbove)
+	return writeCompliance(b.Hub, p.Rows, p.Rows.len() > stageRowsAbove), nil
 }

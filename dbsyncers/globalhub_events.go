@@ -1,7 +1,6 @@
 package dbsyncers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -51,7 +50,7 @@ func GlobalHubManagedClusterEvent() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: k.typ, Kind: bundle.Stream},
 		Decode:   k.decode,
-		Handle:   handleGHClusterEvents,
+		Plan:     planGHClusterEvents,
 	}
 }
 
@@ -63,7 +62,7 @@ func GlobalHubRootPolicyEvent() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: k.typ, Kind: bundle.Stream},
 		Decode:   k.decode,
-		Handle:   handleGHPolicyEvents("root"),
+		Plan:     planGHPolicyEvents("root"),
 	}
 }
 
@@ -76,7 +75,7 @@ func GlobalHubReplicatedPolicyEvent() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: k.typ, Kind: bundle.Stream},
 		Decode:   k.decode,
-		Handle:   handleGHPolicyEvents("replicated"),
+		Plan:     planGHPolicyEvents("replicated"),
 	}
 }
 
@@ -264,23 +263,23 @@ FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text
 ON CONFLICT DO NOTHING`
 )
 
-func handleGHClusterEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planGHClusterEvents(bundles []*bundle.Bundle) (Write, error) {
 	c, err := eventColumnsOf(bundles)
 	if err != nil || len(c.names) == 0 {
-		return err
+		return Write{}, err
 	}
-	return execBatch(ctx, db, statement{"insert managed cluster events", insertGHClusterEventsSQL, []any{
-		bundles[0].Hub, c.names, c.created, c.namespaces, c.clusters, c.clusterIDs, c.reasons, c.messages, c.types, c.objects}})
+	return Write{Statements: []Statement{{What: "insert managed cluster events", SQL: insertGHClusterEventsSQL, Args: []any{
+		bundles[0].Hub, c.names, c.created, c.namespaces, c.clusters, c.clusterIDs, c.reasons, c.messages, c.types, c.objects}}}}, nil
 }
 
-func handleGHPolicyEvents(kind string) func(context.Context, DB, []*bundle.Bundle) error {
-	return func(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planGHPolicyEvents(kind string) func([]*bundle.Bundle) (Write, error) {
+	return func(bundles []*bundle.Bundle) (Write, error) {
 		c, err := eventColumnsOf(bundles)
 		if err != nil || len(c.names) == 0 {
-			return err
+			return Write{}, err
 		}
-		return execBatch(ctx, db, statement{"insert " + kind + " policy events", insertGHPolicyEventsSQL, []any{
+		return Write{Statements: []Statement{{What: "insert " + kind + " policy events", SQL: insertGHPolicyEventsSQL, Args: []any{
 			bundles[0].Hub, kind, c.names, c.counts, c.created, c.namespaces, c.policies, c.clusters, c.clusterIDs,
-			c.compliance, c.reasons, c.messages, c.objects}})
+			c.compliance, c.reasons, c.messages, c.objects}}}}, nil
 	}
 }

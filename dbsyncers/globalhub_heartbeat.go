@@ -17,7 +17,7 @@ func GlobalHubHeartbeat() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: GHHeartbeat, Kind: bundle.Complete},
 		Decode:   decodeGlobalHubHeartbeat,
-		Handle:   handleHeartbeat,
+		Plan:     planHeartbeat,
 	}
 }
 

@@ -1,7 +1,6 @@
 package dbsyncers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -24,7 +23,7 @@ func GlobalHubInfo() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: GHHubInfo, Kind: bundle.Complete},
 		Decode:   decodeGlobalHubInfo,
-		Handle:   handleGlobalHubInfo,
+		Plan:     planGlobalHubInfo,
 	}
 }
 
@@ -70,14 +69,11 @@ ON CONFLICT (hub) DO UPDATE SET
 	updated_at = now()
 WHERE (t.cluster_id, t.payload) IS DISTINCT FROM (excluded.cluster_id, excluded.payload)`
 
-func handleGlobalHubInfo(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planGlobalHubInfo(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[HubInfoPayload](b)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
-	if _, err := db.Exec(ctx, hubInfoSQL, b.Hub, p.ClusterID, string(p.Object)); err != nil {
-		return fmt.Errorf("upsert hub info: %w", err)
-	}
-	return nil
+	return Write{Statements: []Statement{{What: "upsert hub info", SQL: hubInfoSQL, Args: []any{b.Hub, p.ClusterID, string(p.Object)}}}}, nil
 }

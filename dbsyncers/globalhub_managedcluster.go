@@ -1,7 +1,6 @@
 package dbsyncers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -46,7 +45,7 @@ func GlobalHubManagedCluster() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: GHManagedCluster, Kind: bundle.Stream},
 		Decode:   decodeGlobalHubClusters,
-		Handle:   handleGlobalHubClusters,
+		Plan:     planGlobalHubClusters,
 	}
 }
 
@@ -224,24 +223,21 @@ WHERE t.hub = $1
   AND NOT EXISTS (SELECT 1 FROM unnest($3::text[]) AS s(name) WHERE s.name = t.cluster_name)`
 )
 
-// handleGlobalHubClusters applies one managedcluster event.
-func handleGlobalHubClusters(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
-	var stmts []statement
+// planGlobalHubClusters applies managedcluster events, in order.
+func planGlobalHubClusters(bundles []*bundle.Bundle) (Write, error) {
+	var stmts []Statement
 	for _, b := range bundles {
 		p, err := payloadOf[GlobalHubClustersPayload](b)
 		if err != nil {
-			return err
+			return Write{}, err
 		}
 		stmts = append(stmts, globalHubClusterStatements(b.Hub, p)...)
 	}
-	if len(stmts) == 0 {
-		return nil
-	}
-	return execBatch(ctx, db, stmts...)
+	return Write{Statements: stmts}, nil
 }
 
-func globalHubClusterStatements(hub string, p *GlobalHubClustersPayload) []statement {
-	var stmts []statement
+func globalHubClusterStatements(hub string, p *GlobalHubClustersPayload) []Statement {
+	var stmts []Statement
 	if up := normalize(p.Upserts); len(up) > 0 {
 		names := make([]string, len(up))
 		ids := make([]string, len(up))
@@ -249,15 +245,15 @@ func globalHubClusterStatements(hub string, p *GlobalHubClustersPayload) []state
 		for i, c := range up {
 			names[i], ids[i], objects[i] = c.Name, c.UID, c.Object
 		}
-		stmts = append(stmts, statement{"upsert managed clusters", upsertClustersSQL, []any{hub, names, ids, objects}})
+		stmts = append(stmts, Statement{What: "upsert managed clusters", SQL: upsertClustersSQL, Args: []any{hub, names, ids, objects}})
 	}
 	if len(p.Deletes) > 0 {
 		ids, names := refKeys(p.Deletes, true)
-		stmts = append(stmts, statement{"delete managed clusters", deleteGHClustersSQL, []any{hub, ids, names}})
+		stmts = append(stmts, Statement{What: "delete managed clusters", SQL: deleteGHClustersSQL, Args: []any{hub, ids, names}})
 	}
 	if p.Resync {
 		ids, names := refKeys(p.Kept, false)
-		stmts = append(stmts, statement{"delete managed clusters a resync leaves out", pruneGHClustersSQL, []any{hub, ids, names}})
+		stmts = append(stmts, Statement{What: "delete managed clusters a resync leaves out", SQL: pruneGHClustersSQL, Args: []any{hub, ids, names}})
 	}
 	return stmts
 }

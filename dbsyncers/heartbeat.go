@@ -1,7 +1,6 @@
 package dbsyncers
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/bundle"
@@ -19,7 +18,7 @@ func Heartbeat() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: "heartbeat", Kind: bundle.Complete},
 		Decode:   decodeHeartbeat,
-		Handle:   handleHeartbeat,
+		Plan:     planHeartbeat,
 	}
 }
 
@@ -41,14 +40,14 @@ ON CONFLICT (hub) DO UPDATE SET
 	last_timestamp = excluded.last_timestamp,
 	received_at    = excluded.received_at`
 
-// handleHeartbeat stores the hub's time of the last heartbeat: the time the
+// planHeartbeat stores the hub's time of the last heartbeat: the time the
 // hub stamped on it, or, for an event without one, when the bridge read it
 // (and, should that be missing too, the database's clock: a heartbeat is
 // never worth a dead letter).
-func handleHeartbeat(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planHeartbeat(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	if _, err := payloadOf[HeartbeatPayload](b); err != nil {
-		return err
+		return Write{}, err
 	}
 	var ts any // nil: now()
 	switch {
@@ -57,8 +56,5 @@ func handleHeartbeat(ctx context.Context, db DB, bundles []*bundle.Bundle) error
 	case !b.ReceivedAt.IsZero():
 		ts = b.ReceivedAt
 	}
-	if _, err := db.Exec(ctx, heartbeatSQL, b.Hub, ts); err != nil {
-		return fmt.Errorf("upsert heartbeat: %w", err)
-	}
-	return nil
+	return Write{Statements: []Statement{{What: "upsert heartbeat", SQL: heartbeatSQL, Args: []any{b.Hub, ts}}}}, nil
 }

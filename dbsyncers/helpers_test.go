@@ -1,6 +1,7 @@
 package dbsyncers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -243,4 +244,14 @@ func runDecodeCases(t *testing.T, decode func([]byte) (any, error), n int, row f
 			check(t, i, p)
 		})
 	}
+}
+
+// execPlan writes bundles as a syncer with that plan does, without the
+// version fence.
+func execPlan(ctx context.Context, db DB, plan func([]*bundle.Bundle) (Write, error), bundles []*bundle.Bundle) error {
+	w, err := plan(bundles)
+	if err != nil {
+		return err
+	}
+	return w.Exec(ctx, db)
 }

@@ -1,13 +1,10 @@
 package dbsyncers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -36,7 +33,7 @@ func ManagedClusters() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: "managedclusters", Kind: bundle.Complete},
 		Decode:   decodeManagedClusters,
-		Handle:   handleManagedClusters,
+		Plan:     planManagedClusters,
 	}
 }
 
@@ -144,15 +141,15 @@ ON CONFLICT (hub, cluster_name) DO UPDATE SET
 	updated_at = now()
 WHERE (t.cluster_id, t.payload) IS DISTINCT FROM (excluded.cluster_id, excluded.payload)`
 
-// handleManagedClusters makes the hub's rows of status.managed_clusters
+// planManagedClusters makes the hub's rows of status.managed_clusters
 // exactly the snapshot: one DELETE and one INSERT, sent as one batch (one
 // round trip) whatever the number of clusters. Of several bundles, the
 // last is the hub's latest state and the only one written.
-func handleManagedClusters(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planManagedClusters(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[ManagedClustersPayload](b)
 	if err != nil {
-		return err
+		return Write{}, err
 	}
 	clusters := normalize(p.Clusters)
 	names := make([]string, len(clusters))
@@ -160,25 +157,13 @@ func handleManagedClusters(ctx context.Context, db DB, bundles []*bundle.Bundle)
 	objects := make([]json.RawMessage, len(clusters))
 	for i, c := range clusters {
 		if c.Name == "" || len(c.Object) == 0 {
-			return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("managed cluster %d of hub %q has no name or no object", i, b.Hub)}
+			return Write{}, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("managed cluster %d of hub %q has no name or no object", i, b.Hub)}
 		}
 		names[i], ids[i], objects[i] = c.Name, c.UID, c.Object
 	}
 
-	batch := &pgx.Batch{}
-	batch.Queue(deleteClustersSQL, b.Hub, names)
-	batch.Queue(upsertClustersSQL, b.Hub, names, ids, objects)
-	br := db.SendBatch(ctx, batch)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close() // the Exec error is the one to report
-		return fmt.Errorf("delete removed managed clusters: %w", err)
-	}
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return fmt.Errorf("upsert managed clusters: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return fmt.Errorf("managed clusters batch: %w", err)
-	}
-	return nil
+	return Write{Statements: []Statement{
+		{What: "delete removed managed clusters", SQL: deleteClustersSQL, Args: []any{b.Hub, names}},
+		{What: "upsert managed clusters", SQL: upsertClustersSQL, Args: []any{b.Hub, names, ids, objects}},
+	}}, nil
 }

@@ -243,7 +243,7 @@ func BenchmarkComplianceStatements(b *testing.B) {
 						b.Fatal(err)
 					}
 					if err := pgx.BeginFunc(b.Context(), pool, func(tx pgx.Tx) error {
-						return writeCompliance(b.Context(), tx, name, rows, staged)
+						return writeCompliance(name, rows, staged).Exec(b.Context(), tx)
 					}); err != nil {
 						b.Fatal(err)
 					}
@@ -291,7 +291,7 @@ func BenchmarkClustersPoliciesStatements(b *testing.B) {
 						b.Fatal(err)
 					}
 					if err := pgx.BeginFunc(b.Context(), pool, func(tx pgx.Tx) error {
-						return writePlacement(b.Context(), tx, name, policyIDs, clusters, staged)
+						return writePlacement(name, policyIDs, clusters, staged).Exec(b.Context(), tx)
 					}); err != nil {
 						b.Fatal(err)
 					}

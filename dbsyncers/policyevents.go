@@ -2,7 +2,6 @@ package dbsyncers
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,7 +38,7 @@ func PolicyEvents() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: "policyevents", Kind: bundle.Stream},
 		Decode:   decodePolicyEvents,
-		Handle:   handlePolicyEvents,
+		Plan:     planPolicyEvents,
 	}
 }
 
@@ -134,19 +133,19 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::time
 	AS s(policy_id, cluster_name, event_name, reason, message, created_at)
 ON CONFLICT (hub, policy_id, cluster_name, event_name) DO NOTHING`
 
-// handlePolicyEvents stores the events of a group of a hub's event
+// planPolicyEvents stores the events of a group of a hub's event
 // bundles, in order, with one INSERT. An event without a time of its own
 // gets the time its bundle was produced, or none if that is unknown too.
-func handlePolicyEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
+func planPolicyEvents(bundles []*bundle.Bundle) (Write, error) {
 	events := []PolicyEvent{}
 	for _, b := range bundles {
 		p, err := payloadOf[PolicyEventsPayload](b)
 		if err != nil {
-			return err
+			return Write{}, err
 		}
 		for i, e := range p.Events {
 			if err := checkEvent(e); err != nil {
-				return &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("policyevents %s of hub %q: event %d: %w", b.Version, b.Hub, i, err)}
+				return Write{}, &PermanentError{Reason: deadletter.BadPayload, Err: fmt.Errorf("policyevents %s of hub %q: event %d: %w", b.Version, b.Hub, i, err)}
 			}
 			if e.Time.IsZero() {
 				e.Time = b.EventTime
@@ -156,7 +155,7 @@ func handlePolicyEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) er
 	}
 	events = firstPerEvent(events) // events is ours: sorting it leaves the payloads alone
 	if len(events) == 0 {
-		return nil
+		return Write{}, nil
 	}
 	n := len(events)
 	policyIDs, clusters, names := make([]string, n), make([]string, n), make([]string, n)
@@ -166,6 +165,6 @@ func handlePolicyEvents(ctx context.Context, db DB, bundles []*bundle.Bundle) er
 		reasons[i], messages[i] = e.Reason, e.Message
 		times[i] = pgtype.Timestamptz{Time: e.Time, Valid: !e.Time.IsZero()}
 	}
-	return execBatch(ctx, db, statement{"insert policy events", insertEventsSQL,
-		[]any{bundles[0].Hub, policyIDs, clusters, names, reasons, messages, times}})
+	return Write{Statements: []Statement{{What: "insert policy events", SQL: insertEventsSQL,
+		Args: []any{bundles[0].Hub, policyIDs, clusters, names, reasons, messages, times}}}}, nil
 }

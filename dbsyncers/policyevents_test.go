@@ -196,7 +196,7 @@ func TestPolicyEvents(t *testing.T) {
 	// ON CONFLICT DO NOTHING still writes nothing twice.
 	before := readEvents(t, pool, hub)
 	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-		return handlePolicyEvents(t.Context(), tx, []*bundle.Bundle{b1, b2, b3})
+		return execPlan(t.Context(), tx, planPolicyEvents, []*bundle.Bundle{b1, b2, b3})
 	}); err != nil {
 		t.Fatal(err)
 	}

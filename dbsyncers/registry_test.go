@@ -21,6 +21,10 @@ func fakeSyncer(name string, rule bundle.Rule, dependsOn string) Syncer {
 func TestNewRegistry(t *testing.T) {
 	noHandler := fakeSyncer("c", bundle.NoDependency, "")
 	noHandler.Handle = nil
+	planned := fakeSyncer("c", bundle.NoDependency, "")
+	planned.Handle, planned.Plan = nil, func([]*bundle.Bundle) (Write, error) { return Write{}, nil }
+	both := fakeSyncer("c", bundle.NoDependency, "")
+	both.Plan = planned.Plan
 	tests := []struct {
 		name    string
 		syncers []Syncer
@@ -43,6 +47,8 @@ func TestNewRegistry(t *testing.T) {
 			fakeSyncer("a", bundle.NoDependency, ""),
 		}, true, nil},
 		{"missing handler", []Syncer{noHandler}, true, nil},
+		{"plan instead of handler", []Syncer{planned}, false, nil},
+		{"both plan and handler", []Syncer{both}, true, nil},
 		{"missing name", []Syncer{fakeSyncer("", bundle.NoDependency, "")}, true, nil},
 	}
 	for _, tt := range tests {
@@ -78,7 +84,7 @@ func TestDefaultRegistry(t *testing.T) {
 	}
 	for _, ti := range want {
 		s, ok := r.Lookup(ti.Name)
-		if !ok || s.Decode == nil || s.Handle == nil {
+		if !ok || s.Decode == nil || (s.Handle == nil && s.Plan == nil) {
 			t.Errorf("%s: registered %v, with decoder and handler", ti.Name, ok)
 		}
 	}

@@ -37,11 +37,38 @@ const stageRowsAbove = 10_000
 // Being local to the transaction, it ends with the bundle's.
 const customPlansSQL = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
 
-// statement is one statement of a batch; what names it in errors.
-type statement struct {
-	what string
-	sql  string
-	args []any
+// Statement is one statement of a bundle's write.
+type Statement struct {
+	// What names the statement in errors.
+	What string
+	SQL  string
+	Args []any
+	// Row, optional, reads the statement's one row (pgx.ErrNoRows when
+	// it returned none); an error from it fails the write.
+	Row func(pgx.Row) error
+}
+
+// Write is how a handler writes a group of bundles: Statements, sent as
+// one batch after customPlansSQL, preceded by Stage when it is set (rows
+// copied into a temporary table that the statements read). A write
+// without a stage is sent by Registry.ApplyBatch together with the version
+// fence, and with other groups' writes: one round trip for all of them.
+type Write struct {
+	Stage      func(ctx context.Context, db DB) error
+	Statements []Statement
+}
+
+// Exec runs w through db: its stage, then its statements as one batch.
+func (w Write) Exec(ctx context.Context, db DB) error {
+	if w.Stage != nil {
+		if err := w.Stage(ctx, db); err != nil {
+			return err
+		}
+	}
+	if len(w.Statements) == 0 {
+		return nil
+	}
+	return execBatch(ctx, db, w.Statements...)
 }
 
 // newBatch returns a batch that starts with customPlansSQL.
@@ -53,10 +80,10 @@ func newBatch() *pgx.Batch {
 
 // execBatch sends the statements as one batch, after customPlansSQL, and
 // reads their results in order.
-func execBatch(ctx context.Context, db DB, stmts ...statement) error {
+func execBatch(ctx context.Context, db DB, stmts ...Statement) error {
 	batch := newBatch()
 	for _, s := range stmts {
-		batch.Queue(s.sql, s.args...)
+		batch.Queue(s.SQL, s.Args...)
 	}
 	br := db.SendBatch(ctx, batch)
 	if _, err := br.Exec(); err != nil {
@@ -64,15 +91,26 @@ func execBatch(ctx context.Context, db DB, stmts ...statement) error {
 		return fmt.Errorf("set plan_cache_mode: %w", err)
 	}
 	for _, s := range stmts {
-		if _, err := br.Exec(); err != nil {
+		if err := s.result(br); err != nil {
 			_ = br.Close()
-			return fmt.Errorf("%s: %w", s.what, err)
+			return err
 		}
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("close batch: %w", err)
 	}
 	return nil
+}
+
+// result reads the statement's result from a batch.
+func (s Statement) result(br pgx.BatchResults) error {
+	if s.Row == nil {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("%s: %w", s.What, err)
+		}
+		return nil
+	}
+	return s.Row(br.QueryRow())
 }
 
 // stage creates a temporary table with createSQL, which must drop any

@@ -19,11 +19,14 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// Applier writes one job's bundles inside the worker's transaction and
-// reports whether anything was written (false: the database already held a
-// version at least as new). dbsyncers.Registry implements it.
+// Applier writes jobs' bundles (a group per job) inside the worker's
+// transaction and reports which were written (false: the database already
+// held a version at least as new). dbsyncers.Registry implements it: it
+// sends the version fences and the statements of small jobs together, one
+// round trip for the batch, and returns dbsyncers.ErrStale when a group it
+// sent so turned out stale, for the transaction to be rolled back.
 type Applier interface {
-	Apply(ctx context.Context, db dbsyncers.DB, bundles []*bundle.Bundle) (applied bool, err error)
+	ApplyBatch(ctx context.Context, db dbsyncers.DB, groups [][]*bundle.Bundle) (applied []bool, err error)
 }
 
 // DeadLetters stores the dead letters of bundles that can never be
@@ -256,15 +259,15 @@ func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) [
 	}
 	bctx, cancel := context.WithTimeout(ctx, d.cfg.JobTimeout)
 	start := time.Now()
-	applied := make([]bool, len(jobs))
+	groups := make([][]*bundle.Bundle, len(jobs))
+	for i, j := range jobs {
+		groups[i] = j.Bundles
+	}
+	var applied []bool
 	err := pgx.BeginFunc(bctx, d.pool, func(tx pgx.Tx) error {
-		for i, j := range jobs {
-			var err error
-			if applied[i], err = d.applier.Apply(bctx, tx, j.Bundles); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		applied, err = d.applier.ApplyBatch(bctx, tx, groups)
+		return err
 	})
 	cancel()
 	if err != nil {
@@ -296,10 +299,17 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 	start := time.Now()
 	var applied bool
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var err error
-		applied, err = d.applier.Apply(ctx, tx, job.Bundles)
+		a, err := d.applier.ApplyBatch(ctx, tx, [][]*bundle.Bundle{job.Bundles})
+		if err == nil {
+			applied = a[0]
+		}
 		return err
 	})
+	if errors.Is(err, dbsyncers.ErrStale) {
+		// Its statements ran after a fence that refused it, and were
+		// rolled back: the database holds a newer version.
+		applied, err = false, nil
+	}
 	v := classify(err)
 	out := v.outcome
 	d.metrics.observe(job, out, applied, time.Since(start))

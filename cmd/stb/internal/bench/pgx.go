@@ -33,7 +33,8 @@ type pgxResult struct {
 }
 
 // writeHubs writes the jobs of every hub, each hub in one transaction of
-// one Apply per job (its writes stay in order; hubs write in parallel).
+// one ApplyBatch, as the bridge writes a batch (its writes stay in order;
+// hubs write in parallel).
 func (w *pgxWriter) writeHubs(ctx context.Context, hubs [][][]*bundle.Bundle) (pgxResult, error) {
 	var (
 		next, bundles atomic.Int64
@@ -52,12 +53,12 @@ func (w *pgxWriter) writeHubs(ctx context.Context, hubs [][][]*bundle.Bundle) (p
 					return
 				}
 				err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-					for _, job := range hubs[i] {
-						applied, err := w.reg.Apply(ctx, tx, job)
-						if err != nil {
-							return err
-						}
-						if !applied {
+					applied, err := w.reg.ApplyBatch(ctx, tx, hubs[i])
+					if err != nil {
+						return err
+					}
+					for j, job := range hubs[i] {
+						if !applied[j] {
 							return fmt.Errorf("%s bundle %s of hub %q was fenced: the ceiling database is not fresh",
 								job[0].Type, job[len(job)-1].Version, job[0].Hub)
 						}
