@@ -19,36 +19,41 @@ import (
 // round trip to the server, and passes everything to the real
 // transaction.
 type roundTrips struct {
-	DB
-	exec, query, queryRow, batch, copy int
+	Conn
+	exec, query, queryRow, batch, copy, begin int
+}
+
+func (c *roundTrips) Begin(ctx context.Context) (pgx.Tx, error) {
+	c.begin++
+	return c.Conn.Begin(ctx)
 }
 
 func (c *roundTrips) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	c.exec++
-	return c.DB.Exec(ctx, sql, args...)
+	return c.Conn.Exec(ctx, sql, args...)
 }
 
 func (c *roundTrips) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	c.query++
-	return c.DB.Query(ctx, sql, args...)
+	return c.Conn.Query(ctx, sql, args...)
 }
 
 func (c *roundTrips) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	c.queryRow++
-	return c.DB.QueryRow(ctx, sql, args...)
+	return c.Conn.QueryRow(ctx, sql, args...)
 }
 
 func (c *roundTrips) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	c.batch++
-	return c.DB.SendBatch(ctx, b)
+	return c.Conn.SendBatch(ctx, b)
 }
 
 func (c *roundTrips) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
 	c.copy++
-	return c.DB.CopyFrom(ctx, table, columns, src)
+	return c.Conn.CopyFrom(ctx, table, columns, src)
 }
 
-func (c *roundTrips) total() int { return c.exec + c.query + c.queryRow + c.batch + c.copy }
+func (c *roundTrips) total() int { return c.exec + c.query + c.queryRow + c.batch + c.copy + c.begin }
 
 // applyBatch runs ApplyBatch in a transaction of its own and returns what
 // it sent.
@@ -57,11 +62,20 @@ func applyBatch(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([
 	var applied []bool
 	var rt *roundTrips
 	err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-		rt = &roundTrips{DB: tx}
+		rt = &roundTrips{Conn: tx}
 		var err error
 		applied, err = Default().ApplyBatch(t.Context(), rt, groups)
 		return err
 	})
+	return applied, rt, err
+}
+
+// write runs Write on the pool and returns what it sent outside the
+// transaction it began, if it began one.
+func write(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([]bool, *roundTrips, error) {
+	t.Helper()
+	rt := &roundTrips{Conn: pool}
+	applied, err := Default().Write(t.Context(), rt, groups)
 	return applied, rt, err
 }
 
@@ -82,9 +96,10 @@ func readHeartbeat(t testing.TB, pool *pgxpool.Pool, hub string) (time.Time, boo
 	return at.UTC(), true
 }
 
-// TestApplyBatchOneRoundTrip: small bundles of several hubs and types,
-// fences included, cost one round trip together, and are all written.
-func TestApplyBatchOneRoundTrip(t *testing.T) {
+// TestWriteOneRoundTrip: small bundles of several hubs and types, fences
+// included, cost one round trip together, without BEGIN or COMMIT, and are
+// all written, visible to other connections once Write returns.
+func TestWriteOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
 	v := bundle.Version{Incarnation: 1, Generation: 1}
@@ -97,7 +112,7 @@ func TestApplyBatchOneRoundTrip(t *testing.T) {
 			[]*bundle.Bundle{newBundle(hub, "clusterspolicies", v, mustDecode(t, "clusterspolicies", objectsData(placement("p1", "c1", "c2"))))},
 		)
 	}
-	applied, rt, err := applyBatch(t, pool, groups...)
+	applied, rt, err := write(t, pool, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,41 +141,46 @@ func TestApplyBatchOneRoundTrip(t *testing.T) {
 	}
 }
 
-// TestApplyBatchStale: a stale group sent with its statements makes the
-// batch fail with ErrStale, so that the transaction is rolled back; the
-// database keeps the newer state, and nothing of the other groups lands
-// until they are written without it.
-func TestApplyBatchStale(t *testing.T) {
+// TestWriteStale: a stale group sent with its statements makes the batch
+// fail with ErrStale and roll back whole, in a transaction of Write's own
+// or the caller's: the database keeps the newer state, and nothing of the
+// other groups lands until they are written without it.
+func TestWriteStale(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
-	if _, _, err := applyBatch(t, pool, []*bundle.Bundle{heartbeatAt("hub-new", 5)}); err != nil {
+	if _, _, err := write(t, pool, []*bundle.Bundle{heartbeatAt("hub-new", 5)}); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := readHeartbeat(t, pool, "hub-new")
 
-	for _, order := range [][2]string{{"hub-new", "hub-fresh"}, {"hub-fresh", "hub-new"}} {
-		groups := make([][]*bundle.Bundle, 2)
-		for i, hub := range order {
-			gen := uint64(1)
-			if hub == "hub-new" {
-				gen = 3 // older than the stored 5
+	for _, way := range []struct {
+		name  string
+		write func(testing.TB, *pgxpool.Pool, ...[]*bundle.Bundle) ([]bool, *roundTrips, error)
+	}{{"Write", write}, {"ApplyBatch in a transaction", applyBatch}} {
+		for _, order := range [][2]string{{"hub-new", "hub-fresh"}, {"hub-fresh", "hub-new"}} {
+			groups := make([][]*bundle.Bundle, 2)
+			for i, hub := range order {
+				gen := uint64(1)
+				if hub == "hub-new" {
+					gen = 3 // older than the stored 5
+				}
+				groups[i] = []*bundle.Bundle{heartbeatAt(hub, gen)}
 			}
-			groups[i] = []*bundle.Bundle{heartbeatAt(hub, gen)}
-		}
-		if _, _, err := applyBatch(t, pool, groups...); !errors.Is(err, ErrStale) {
-			t.Fatalf("%v: err %v, want ErrStale", order, err)
-		}
-		if got, _ := readHeartbeat(t, pool, "hub-new"); !got.Equal(want) {
-			t.Fatalf("%v: the stale heartbeat's time %v stayed, want %v", order, got, want)
-		}
-		if _, ok := readHeartbeat(t, pool, "hub-fresh"); ok {
-			t.Fatalf("%v: the fresh hub's heartbeat landed with a stale batch", order)
+			if _, _, err := way.write(t, pool, groups...); !errors.Is(err, ErrStale) {
+				t.Fatalf("%s %v: err %v, want ErrStale", way.name, order, err)
+			}
+			if got, _ := readHeartbeat(t, pool, "hub-new"); !got.Equal(want) {
+				t.Fatalf("%s %v: the stale heartbeat's time %v stayed, want %v", way.name, order, got, want)
+			}
+			if _, ok := readHeartbeat(t, pool, "hub-fresh"); ok {
+				t.Fatalf("%s %v: the fresh hub's heartbeat landed with a stale batch", way.name, order)
+			}
 		}
 	}
-	if _, _, err := applyBatch(t, pool, []*bundle.Bundle{heartbeatAt("hub-new", 3)}); !errors.Is(err, ErrStale) {
+	if _, _, err := write(t, pool, []*bundle.Bundle{heartbeatAt("hub-new", 3)}); !errors.Is(err, ErrStale) {
 		t.Fatalf("alone, the stale group: err %v, want ErrStale", err)
 	}
-	applied, _, err := applyBatch(t, pool, []*bundle.Bundle{heartbeatAt("hub-fresh", 1)})
+	applied, _, err := write(t, pool, []*bundle.Bundle{heartbeatAt("hub-fresh", 1)})
 	if err != nil || !applied[0] {
 		t.Fatalf("alone, the fresh group: applied %v, err %v", applied, err)
 	}
@@ -212,5 +232,13 @@ func TestApplyBatchStagedAlone(t *testing.T) {
 	}
 	if rt.total() != 1 {
 		t.Fatalf("older big bundle sent %+v: want only its fence", *rt)
+	}
+	// Write begins a transaction for a batch that cannot go as one.
+	applied, rt, err = write(t, pool, big(4), []*bundle.Bundle{heartbeatAt("hub-small", 2)})
+	if err != nil || !applied[0] || !applied[1] {
+		t.Fatalf("Write of a staged bundle and a heartbeat: applied %v, err %v", applied, err)
+	}
+	if rt.begin != 1 || rt.total() != 1 {
+		t.Fatalf("Write of a staged bundle sent %+v outside its transaction, want one BEGIN", *rt)
 	}
 }

@@ -6,11 +6,13 @@
 // Registry.Apply runs inside the worker's transaction: it first moves the
 // hub's status.bundle_versions row forward (the version fence) and runs the
 // handler only when that succeeded, so a replayed or reordered older bundle
-// writes nothing. Registry.ApplyBatch, what the workers use, does the same
-// for several jobs in one round trip: a syncer's Plan gives its statements
-// without running them, and the fences and statements of the batch are
-// pipelined, the batch rolled back (ErrStale) in the rare case where a fence
-// refused its bundle. The package knows nothing of Kafka.
+// writes nothing. Registry.Write, what the workers use, does the same for
+// several jobs in one round trip: a syncer's Plan gives its statements
+// without running them, and the fences and statements of the jobs go out as
+// one pipelined batch, which PostgreSQL runs as one implicit transaction (no
+// BEGIN, no COMMIT); in the rare case where a fence refuses its bundle, it
+// fails and the batch rolls back (ErrStale). The package knows nothing of
+// Kafka.
 //
 // The types and what they write:
 //

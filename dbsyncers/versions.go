@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -28,7 +29,11 @@ import (
 // hub's tombstones keep it deleted against every bundle of its old
 // incarnation. Versions are numeric(20,0) and are sent as decimal text,
 // which carries every uint64 exactly, including those above MaxInt64.
-const fenceSQL = `
+const fenceSQL = fenceCTE + `SELECT count(*) FROM fence`
+
+// fenceCTE is the fence's writing part, which fenceSQL and fenceOrFailSQL
+// end differently.
+const fenceCTE = `
 WITH fence AS (
 	INSERT INTO status.bundle_versions AS v
 		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at)
@@ -50,7 +55,18 @@ WITH fence AS (
 		state       = 'active',
 		state_since = CASE WHEN h.state = 'active' THEN h.state_since ELSE now() END
 )
-SELECT count(*) FROM fence`
+`
+
+// fenceOrFailSQL is the fence of a pipelined batch, whose statements are
+// sent before its answer is known: it fails, with division_by_zero
+// (staleCode), when it refuses the bundle, so that PostgreSQL skips the
+// rest of the batch and rolls back its transaction. It returns 1 when it
+// moved.
+const fenceOrFailSQL = fenceCTE + `SELECT 1 / count(*) FROM fence`
+
+// staleCode is the SQLSTATE of fenceOrFailSQL refusing its bundle (the
+// statement divides by nothing else).
+const staleCode = "22012"
 
 // Apply writes bundles, all of one hub and one type, through db, which
 // should be the worker's transaction: the version fence and the handler's
@@ -97,11 +113,12 @@ func fenceArgs(last *bundle.Bundle) []any {
 	}
 }
 
-// ErrStale is returned by ApplyBatch when a group it sent with its
-// statements turned out stale: the fence wrote nothing but the statements
-// ran, so the transaction must be rolled back (and the other groups
-// written without that one, or each on its own).
-var ErrStale = errors.New("a bundle sent with its statements was stale: roll back")
+// ErrStale is returned by ApplyBatch and Write when a group sent in a
+// pipelined batch turned out stale: its fence refused it, failing, and the
+// batch's transaction is aborted. Write has rolled it back; after
+// ApplyBatch the caller must. Either way nothing of the batch was written:
+// write the other groups without that one, or each on its own.
+var ErrStale = errors.New("a bundle of the batch was stale: rolled back")
 
 // pipelineBytes bounds the payload of the groups sent in one pipelined
 // batch: pgx encodes a batch whole into its connection's buffer, which
@@ -111,91 +128,170 @@ var ErrStale = errors.New("a bundle sent with its statements was stale: roll bac
 // trips cost the most, still share one batch by the dozen.
 const pipelineBytes = 128 << 10
 
+// Conn is what Write needs: a DB that can begin a transaction.
+// *pgxpool.Pool, *pgx.Conn and pgx.Tx have these methods.
+type Conn interface {
+	DB
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Write writes groups of bundles, each as Apply takes them (of different
+// units), in order, in one transaction of their own on conn, and returns
+// which were applied.
+//
+// When every group's syncer plans its write without a stage (small
+// bundles), and the groups fit in pipelineBytes, the fences and statements
+// go out as one batch outside any explicit transaction: PostgreSQL runs a
+// pipeline up to its Sync as one implicit transaction, so the batch
+// commits or rolls back whole, in one round trip, without BEGIN or COMMIT.
+// Otherwise ApplyBatch runs in a transaction begun on conn.
+func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bundle) (applied []bool, err error) {
+	ws, err := r.plan(groups)
+	if err != nil {
+		return nil, err
+	}
+	if oneBatch(ws) {
+		return applyPlanned(ctx, conn, ws)
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		applied, err = applyPlanned(ctx, tx, ws)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
 // ApplyBatch writes groups of bundles, each as Apply takes them, in
 // order, through db, which should be the worker's transaction, and returns
 // which were applied.
 //
 // Consecutive groups whose syncer has a Plan without a stage go out as one
 // pipelined batch (up to pipelineBytes of payload): each one's version
-// fence followed by its statements, all in one round trip. The statements are sent before the fence's answer
-// is known: a stale group (one the fence refuses, rare once conflation has
-// dropped what the database already holds) has been written too, and
-// ApplyBatch returns ErrStale after reading the batch's results; the
-// caller rolls back. Any other group (a staged bundle, a syncer with only
-// a Handle) is written on its own, as Apply does, after the batch before
-// it.
+// fence followed by its statements, all in one round trip. The statements
+// are sent before the fence's answer is known, so a fence that refuses its
+// bundle (rare once conflation has dropped what the database already
+// holds) fails, which aborts the transaction: ApplyBatch returns ErrStale
+// and the caller rolls back. Any other group (a staged bundle, a syncer
+// with only a Handle) is written on its own, as Apply does, after the
+// batch before it.
 func (r *Registry) ApplyBatch(ctx context.Context, db DB, groups [][]*bundle.Bundle) (applied []bool, err error) {
-	applied = make([]bool, len(groups))
-	var pending []pipelinedWrite
-	pendingBytes := 0
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		pendingBytes = 0
-		batch := newBatch()
-		for _, p := range pending {
-			batch.Queue(fenceSQL, fenceArgs(p.last)...)
-			for _, st := range p.stmts {
-				batch.Queue(st.SQL, st.Args...)
-			}
-		}
-		err := readPipelined(db.SendBatch(ctx, batch), pending)
-		pending = pending[:0]
-		return err
+	ws, err := r.plan(groups)
+	if err != nil {
+		return nil, err
 	}
+	return applyPlanned(ctx, db, ws)
+}
+
+// plannedGroup is a group ready to be written: its last bundle, which the
+// fence takes, and either its write (pipelined: no stage) or how to write
+// it on its own.
+type plannedGroup struct {
+	last      *bundle.Bundle
+	size      int
+	pipelined bool
+	stmts     []Statement
+	alone     func(ctx context.Context, db DB) error
+}
+
+// plan checks every group and plans its write.
+func (r *Registry) plan(groups [][]*bundle.Bundle) ([]plannedGroup, error) {
+	ws := make([]plannedGroup, len(groups))
 	for i, g := range groups {
 		s, last, err := r.check(g)
 		if err != nil {
 			return nil, err
 		}
-		write := func() error { return s.Handle(ctx, db, g) }
-		if s.Plan != nil {
+		p := plannedGroup{last: last}
+		for _, b := range g {
+			p.size += b.Size
+		}
+		switch {
+		case s.Plan == nil:
+			p.alone = func(ctx context.Context, db DB) error { return s.Handle(ctx, db, g) }
+		default:
 			w, err := s.Plan(g)
 			if err != nil {
 				return nil, fmt.Errorf("%s bundle %s of hub %q: %w", last.Type, last.Version, last.Hub, err)
 			}
 			if w.Stage == nil {
-				pending = append(pending, pipelinedWrite{last, w.Statements})
-				applied[i] = true
-				for _, b := range g {
-					pendingBytes += b.Size
-				}
-				if pendingBytes >= pipelineBytes {
-					if err := flush(); err != nil {
-						return nil, err
-					}
-				}
-				continue
+				p.pipelined, p.stmts = true, w.Statements
+			} else {
+				p.alone = w.Exec
 			}
-			write = func() error { return w.Exec(ctx, db) }
 		}
-		if err := flush(); err != nil {
+		ws[i] = p
+	}
+	return ws, nil
+}
+
+// oneBatch reports whether the groups go out as one pipelined batch.
+func oneBatch(ws []plannedGroup) bool {
+	size := 0
+	for i, p := range ws {
+		if !p.pipelined {
+			return false
+		}
+		if size += p.size; size >= pipelineBytes && i < len(ws)-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// applyPlanned writes planned groups in order: consecutive pipelined ones
+// as batches of up to pipelineBytes, the others alone, fence first.
+func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error) {
+	applied := make([]bool, len(ws))
+	from, size := 0, 0 // the pipelined groups not sent yet: ws[from:i]
+	flush := func(to int) error {
+		if from == to {
+			return nil
+		}
+		batch := newBatch()
+		for _, p := range ws[from:to] {
+			batch.Queue(fenceOrFailSQL, fenceArgs(p.last)...)
+			for _, st := range p.stmts {
+				batch.Queue(st.SQL, st.Args...)
+			}
+		}
+		err := readPipelined(db.SendBatch(ctx, batch), ws[from:to])
+		for i := from; i < to; i++ {
+			applied[i] = err == nil
+		}
+		from, size = to, 0
+		return err
+	}
+	for i, p := range ws {
+		if p.pipelined {
+			if size += p.size; size >= pipelineBytes {
+				if err := flush(i + 1); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if err := flush(i); err != nil {
 			return nil, err
 		}
-		if applied[i], err = fenceThen(ctx, db, last, write); err != nil {
+		from = i + 1
+		var err error
+		if applied[i], err = fenceThen(ctx, db, p.last, func() error { return p.alone(ctx, db) }); err != nil {
 			return nil, err
 		}
 	}
-	if err := flush(); err != nil {
+	if err := flush(len(ws)); err != nil {
 		return nil, err
 	}
 	return applied, nil
 }
 
-// pipelinedWrite is a group sent in ApplyBatch's batch: its last bundle,
-// which the fence takes, and its statements.
-type pipelinedWrite struct {
-	last  *bundle.Bundle
-	stmts []Statement
-}
-
-// readPipelined reads the results of a batch of fences and statements.
-// The first error is returned (a fence's, a statement's), unless a group
-// before it was stale: ErrStale then, since the rollback it needs may be
-// what the error was about; an error ends the batch, whose later results
-// all fail with it.
-func readPipelined(br pgx.BatchResults, groups []pipelinedWrite) error {
+// readPipelined reads the results of a batch of fences and statements. A
+// fence that refused its bundle is ErrStale; any other error is returned
+// with the group it belongs to. An error ends the batch: PostgreSQL skips
+// the rest, whose results all fail with it.
+func readPipelined(br pgx.BatchResults, groups []plannedGroup) error {
 	fail := func(err error) error {
 		_ = br.Close()
 		return err
@@ -203,31 +299,24 @@ func readPipelined(br pgx.BatchResults, groups []pipelinedWrite) error {
 	if _, err := br.Exec(); err != nil {
 		return fail(fmt.Errorf("set plan_cache_mode: %w", err))
 	}
-	stale := false
 	for _, g := range groups {
 		last := g.last
-		var n int64
-		if err := br.QueryRow().Scan(&n); err != nil {
-			if stale {
+		var one int64
+		if err := br.QueryRow().Scan(&one); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == staleCode {
 				return fail(ErrStale)
 			}
 			return fail(fmt.Errorf("%s bundle %s of hub %q: version fence: %w", last.Type, last.Version, last.Hub, err))
 		}
-		stale = stale || n == 0
 		for _, st := range g.stmts {
 			if err := st.result(br); err != nil {
-				if stale {
-					return fail(ErrStale)
-				}
 				return fail(fmt.Errorf("%s bundle %s of hub %q: %w", last.Type, last.Version, last.Hub, err))
 			}
 		}
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("close batch: %w", err)
-	}
-	if stale {
-		return ErrStale
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -19,14 +18,14 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// Applier writes jobs' bundles (a group per job) inside the worker's
-// transaction and reports which were written (false: the database already
-// held a version at least as new). dbsyncers.Registry implements it: it
-// sends the version fences and the statements of small jobs together, one
-// round trip for the batch, and returns dbsyncers.ErrStale when a group it
-// sent so turned out stale, for the transaction to be rolled back.
+// Applier writes jobs' bundles (a group per job) in one transaction of
+// their own and reports which were written (false: the database already
+// held a version at least as new). dbsyncers.Registry implements it: the
+// version fences and statements of small jobs go out as one batch, one
+// round trip in all, and dbsyncers.ErrStale says that a job of the batch
+// was stale and nothing was written.
 type Applier interface {
-	ApplyBatch(ctx context.Context, db dbsyncers.DB, groups [][]*bundle.Bundle) (applied []bool, err error)
+	Write(ctx context.Context, conn dbsyncers.Conn, groups [][]*bundle.Bundle) (applied []bool, err error)
 }
 
 // DeadLetters stores the dead letters of bundles that can never be
@@ -263,12 +262,7 @@ func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) [
 	for i, j := range jobs {
 		groups[i] = j.Bundles
 	}
-	var applied []bool
-	err := pgx.BeginFunc(bctx, d.pool, func(tx pgx.Tx) error {
-		var err error
-		applied, err = d.applier.ApplyBatch(bctx, tx, groups)
-		return err
-	})
+	applied, err := d.applier.Write(bctx, d.pool, groups)
 	cancel()
 	if err != nil {
 		d.metrics.batchSplits.Inc()
@@ -298,17 +292,14 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 	}
 	start := time.Now()
 	var applied bool
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		a, err := d.applier.ApplyBatch(ctx, tx, [][]*bundle.Bundle{job.Bundles})
-		if err == nil {
-			applied = a[0]
-		}
-		return err
-	})
-	if errors.Is(err, dbsyncers.ErrStale) {
-		// Its statements ran after a fence that refused it, and were
-		// rolled back: the database holds a newer version.
-		applied, err = false, nil
+	a, err := d.applier.Write(ctx, d.pool, [][]*bundle.Bundle{job.Bundles})
+	switch {
+	case err == nil:
+		applied = a[0]
+	case errors.Is(err, dbsyncers.ErrStale):
+		// Sent with its statements, its fence refused it and nothing
+		// was written: the database holds a newer version.
+		err = nil
 	}
 	v := classify(err)
 	out := v.outcome

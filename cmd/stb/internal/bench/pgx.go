@@ -33,8 +33,8 @@ type pgxResult struct {
 }
 
 // writeHubs writes the jobs of every hub, each hub in one transaction of
-// one ApplyBatch, as the bridge writes a batch (its writes stay in order;
-// hubs write in parallel).
+// one Registry.Write, as the bridge writes a batch (its writes stay in
+// order; hubs write in parallel).
 func (w *pgxWriter) writeHubs(ctx context.Context, hubs [][][]*bundle.Bundle) (pgxResult, error) {
 	var (
 		next, bundles atomic.Int64
@@ -52,8 +52,8 @@ func (w *pgxWriter) writeHubs(ctx context.Context, hubs [][][]*bundle.Bundle) (p
 				if i >= len(hubs) || ctx.Err() != nil {
 					return
 				}
-				err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-					applied, err := w.reg.ApplyBatch(ctx, tx, hubs[i])
+				err := func() error {
+					applied, err := w.reg.Write(ctx, w.pool, hubs[i])
 					if err != nil {
 						return err
 					}
@@ -65,7 +65,7 @@ func (w *pgxWriter) writeHubs(ctx context.Context, hubs [][][]*bundle.Bundle) (p
 						bundles.Add(int64(len(job)))
 					}
 					return nil
-				})
+				}()
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
