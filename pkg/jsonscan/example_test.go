@@ -57,9 +57,7 @@ func ExampleDecoder_Done() {
 	if err == nil {
 		err = d.Done()
 	}
-	// The message is the implementation's (the hand-written lexer's or,
-	// built with -tags stb_jsontext, jsontext's); the offset is that of
-	// the byte at fault.
+	// The message is jsontext's; the offset is that of the byte at fault.
 	var se *jsonscan.SyntaxError
 	if errors.As(err, &se) {
 		fmt.Printf("syntax error at offset %d: %s\n", se.Offset, data[se.Offset:])

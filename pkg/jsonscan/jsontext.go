@@ -1,15 +1,8 @@
-//go:build stb_jsontext
-
 package jsonscan
 
-// This file is the package's API implemented on jsontext
-// (github.com/go-json-experiment/json/jsontext, what becomes
-// encoding/json/jsontext) instead of the hand-written lexer of decoder.go
-// and lexer.go, selected with -tags stb_jsontext. It exists to measure the
-// two in the same decoders and end to end (issue 13, item 3): the JSON is
-// read by the library (PeekKind, ReadToken, ReadValue), and this file only
-// maps its tokens onto the Decoder's methods and its errors onto
-// SyntaxError.
+// The package's API on jsontext: the JSON is read by the library
+// (PeekKind, ReadToken, ReadValue); this file maps its tokens onto the
+// Decoder's methods and its errors onto SyntaxError.
 
 import (
 	"bytes"

@@ -1,5 +1,3 @@
-//go:build stb_jsontext
-
 package jsonscan
 
 // peek returns the kind of the next value, '{', '[', '"' and so on, or 0
