@@ -52,6 +52,13 @@ type Config struct {
 	BatchJobs int
 	// BatchBytes is the payload size above which a job is written alone.
 	BatchBytes int
+	// BatchWait is how long a worker that took a small job waits for
+	// more ready units to join its batch when none is ready; 0 never
+	// waits. While it waits, the other workers do not take jobs from the
+	// queue, so that at a low rate the jobs that come in meanwhile share
+	// one transaction instead of one each. It adds at most BatchWait to a
+	// bundle's freshness; under load, ready units fill batches at once.
+	BatchWait time.Duration
 }
 
 // Batching defaults: a commit (a WAL flush) costs about as much as a small
@@ -60,6 +67,7 @@ type Config struct {
 const (
 	DefaultBatchJobs  = 32
 	DefaultBatchBytes = 64 << 10
+	DefaultBatchWait  = 5 * time.Millisecond
 )
 
 // DefaultJobTimeout bounds a job that the database does not answer.
@@ -76,6 +84,7 @@ func DefaultConfig(workers int) Config {
 		WakeInterval: DefaultWakeInterval,
 		BatchJobs:    DefaultBatchJobs,
 		BatchBytes:   DefaultBatchBytes,
+		BatchWait:    DefaultBatchWait,
 	}
 }
 
@@ -88,8 +97,8 @@ func (c Config) Validate() error {
 	if c.JobTimeout <= 0 || c.WakeInterval <= 0 {
 		errs = append(errs, fmt.Errorf("dispatcher: job timeout and wake interval must be positive, got %v and %v", c.JobTimeout, c.WakeInterval))
 	}
-	if c.BatchJobs < 1 || c.BatchBytes < 0 {
-		errs = append(errs, fmt.Errorf("dispatcher: batch jobs must be at least 1 and batch bytes not negative, got %d and %d", c.BatchJobs, c.BatchBytes))
+	if c.BatchJobs < 1 || c.BatchBytes < 0 || c.BatchWait < 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: batch jobs must be at least 1, batch bytes and wait not negative, got %d, %d and %v", c.BatchJobs, c.BatchBytes, c.BatchWait))
 	}
 	return errors.Join(errs...)
 }
@@ -116,6 +125,7 @@ type Dispatcher struct {
 	pool    *pgxpool.Pool
 	mgr     *conflation.Manager
 	applier Applier
+	takeMu  sync.Mutex // one worker takes jobs from the queue at a time
 	dead    DeadLetters
 	logger  *zap.Logger
 	metrics *metrics
@@ -196,33 +206,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 func (d *Dispatcher) work(ctx context.Context) {
-	q := d.mgr.Queue()
 	jobs := make([]*conflation.Job, 0, d.cfg.BatchJobs)
 	for {
-		u, err := q.Pop(ctx)
-		if err != nil {
+		jobs = d.take(ctx, jobs[:0])
+		if len(jobs) == 0 {
 			return
-		}
-		job, err := u.Next()
-		if errors.Is(err, conflation.ErrNoReadyBundle) {
-			continue
-		}
-		jobs = append(jobs[:0], job)
-		// More units ready than workers: take a few more small jobs into
-		// the same transaction, never waiting for them.
-		for small(job, d.cfg.BatchBytes) && len(jobs) < d.cfg.BatchJobs {
-			u := q.TryPop()
-			if u == nil {
-				break
-			}
-			j, err := u.Next()
-			if err != nil {
-				continue
-			}
-			jobs = append(jobs, j)
-			if !small(j, d.cfg.BatchBytes) {
-				break
-			}
 		}
 		d.busy.Add(1)
 		outs := d.processBatch(d.jobCtx, jobs)
@@ -233,6 +221,45 @@ func (d *Dispatcher) work(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// take waits for a ready unit and returns its job and, when that job is
+// small, up to BatchJobs-1 more small jobs of other units: those ready
+// now, then those that become ready within BatchWait. It returns none once
+// ctx ends. One worker takes at a time (takeMu), so that a worker waiting
+// for its batch to fill is not raced for the units it waits for.
+func (d *Dispatcher) take(ctx context.Context, jobs []*conflation.Job) []*conflation.Job {
+	d.takeMu.Lock()
+	defer d.takeMu.Unlock()
+	q := d.mgr.Queue()
+	for len(jobs) == 0 {
+		u, err := q.Pop(ctx)
+		if err != nil {
+			return jobs
+		}
+		if job, err := u.Next(); err == nil {
+			jobs = append(jobs, job)
+		}
+	}
+	var wait context.Context
+	for small(jobs[len(jobs)-1], d.cfg.BatchBytes) && len(jobs) < d.cfg.BatchJobs {
+		u := q.TryPop()
+		if u == nil && d.cfg.BatchWait > 0 {
+			if wait == nil {
+				var cancel context.CancelFunc
+				wait, cancel = context.WithTimeout(ctx, d.cfg.BatchWait)
+				defer cancel()
+			}
+			u, _ = q.Pop(wait)
+		}
+		if u == nil {
+			break
+		}
+		if j, err := u.Next(); err == nil {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
 }
 
 // small reports whether a job may share a transaction with others.

@@ -196,3 +196,56 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 	}
 	return m.GetHistogram().GetSampleCount()
 }
+
+// TestBatchWaitGathersATrickle: small bundles that become ready one by
+// one, a few milliseconds apart, share one transaction when a worker waits
+// for them, and the other worker does not take them from under it.
+func TestBatchWaitGathersATrickle(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	reg := dbsyncers.Default()
+	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig(2)
+	cfg.BatchWait = time.Second // far longer than the trickle, so that a busy machine does not cut it
+	d, err := New(cfg, Deps{Pool: pool, Manager: mgr, Applier: reg, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+
+	const n = 20
+	var released doneCount
+	for i := range n {
+		b := &bundle.Bundle{Hub: fmt.Sprintf("hub-%02d", i), Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 1},
+			Payload: &dbsyncers.HeartbeatPayload{}, Origin: bundle.Origin{Topic: "status", Offset: int64(i)}, EventTime: time.Now()}
+		b.Track(&released)
+		mgr.Insert(b)
+		time.Sleep(2 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for released.n.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d bundles finished", released.n.Load(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var m dto.Metric
+	if err := d.metrics.batches.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got, jobs := m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum(); got != 1 || jobs != n {
+		t.Fatalf("%d bundles a few ms apart were written in %d batches of %v jobs in all, want one batch of %d", n, got, jobs, n)
+	}
+	var written int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats`).Scan(&written); err != nil || written != n {
+		t.Fatalf("%d heartbeats written (%v), want %d", written, err, n)
+	}
+}

@@ -40,6 +40,7 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.IntVar(&c.DBPoolSize, "db-pool-size", c.DBPoolSize, "database connections for workers, and so the number of workers")
 	fs.DurationVar(&c.CommitInterval, "commit-interval", c.CommitInterval, "how often committed offsets are stored")
 	fs.DurationVar(&c.JobTimeout, "job-timeout", c.JobTimeout, "time limit of one bundle's transaction")
+	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "how long a worker with a small bundle waits for more to write in the same transaction when no other hub is ready (0: never); adds at most this to freshness")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for a graceful shutdown, final commit included; jobs still running then are aborted and replayed after a restart")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply database migrations at start")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address of /metrics, /healthz and /readyz, and nothing else; empty disables")

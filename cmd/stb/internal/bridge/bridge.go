@@ -205,9 +205,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	dcfg := dispatcher.DefaultConfig(cfg.DBPoolSize)
 	dcfg.JobTimeout = cfg.JobTimeout
+	dcfg.BatchWait = cfg.BatchWait
 	if !cfg.Conflation {
 		// The baseline is a per-record sink: one transaction per message.
-		dcfg.BatchJobs = 1
+		dcfg.BatchJobs, dcfg.BatchWait = 1, 0
 	}
 	b.dispatcher, err = dispatcher.New(dcfg, dispatcher.Deps{
 		Pool: b.workPool, Manager: b.manager, Applier: reg, DeadLetters: dead,

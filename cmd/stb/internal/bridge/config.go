@@ -74,6 +74,9 @@ type Config struct {
 	CommitInterval time.Duration
 	// JobTimeout bounds one bundle's transaction.
 	JobTimeout time.Duration
+	// BatchWait is how long a worker waits for more small jobs to share
+	// its transaction when no other unit is ready (dispatcher.Config).
+	BatchWait time.Duration
 	// ShutdownTimeout bounds a graceful shutdown, final commit included:
 	// Run returns within it (plus closing the clients).
 	ShutdownTimeout time.Duration
@@ -136,6 +139,7 @@ func DefaultConfig() Config {
 		DBPoolSize:        DefaultPoolSize(),
 		CommitInterval:    committer.DefaultInterval,
 		JobTimeout:        dispatcher.DefaultJobTimeout,
+		BatchWait:         dispatcher.DefaultBatchWait,
 		ShutdownTimeout:   DefaultShutdownTimeout,
 		Migrate:           true,
 		HTTPAddr:          ":8080",
@@ -161,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.CommitInterval <= 0 || c.ShutdownTimeout <= 0 || c.JobTimeout <= 0 {
 		errs = append(errs, errors.New("--commit-interval, --job-timeout and --shutdown-timeout must be positive"))
+	}
+	if c.BatchWait < 0 || c.BatchWait > time.Second {
+		errs = append(errs, fmt.Errorf("--batch-wait must be between 0 and 1s, got %v", c.BatchWait))
 	}
 	if c.MaxBundleBytes < 0 || c.MaxDeltaBytes < 0 || c.MaxBufferedBytes < 0 || c.DependencyTimeout < 0 {
 		errs = append(errs, errors.New("--max-bundle-bytes, --max-delta-bytes, --max-buffered-bytes and --dependency-timeout must not be negative"))
