@@ -60,8 +60,8 @@ func (s *finalState) add(b *bundle.Bundle) {
 	}
 }
 
-// jobs returns the hub's writes in priority order, each a group for one
-// Registry.Apply: the complete bundles, the deltas on the base that is
+// jobs returns the hub's writes in priority order, each a group of
+// Registry.Write: the complete bundles, the deltas on the base that is
 // written (if it is the one they build on), and the stream bundles.
 func (s *finalState) jobs(hub string) [][]*bundle.Bundle {
 	h := s.hubs[hub]

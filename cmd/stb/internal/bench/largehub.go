@@ -74,7 +74,7 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 		set("ingest rows/s", "ingestRowsPerSecond", float64(ingestRows)/pgxIngest.Seconds(), perSecond(float64(ingestRows), pgxIngest)).
 		set("rotation", "rotationSeconds", pgxRot.Seconds(), secs(pgxRot)).
 		set("rotation rows/s", "rotationRowsPerSecond", float64(rotRows)/pgxRot.Seconds(), perSecond(float64(rotRows), pgxRot)).
-		Note = "Registry.Apply in transactions, no Kafka"
+		Note = "Registry.Write, no Kafka"
 
 	var stb largeHubRun
 	for _, v := range []struct {

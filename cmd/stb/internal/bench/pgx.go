@@ -16,7 +16,7 @@ import (
 )
 
 // pgxWriter is the write ceiling: the handlers called directly, through
-// Registry.Apply (version fence included) in transactions, from as many
+// Registry.Write (version fence included), from as many
 // goroutines as the bridge has workers and over a pool of that size. No
 // Kafka, no conflation, no dispatcher: only the set-based upserts.
 type pgxWriter struct {
