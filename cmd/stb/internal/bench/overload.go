@@ -139,7 +139,9 @@ type overloadRun struct {
 // with conflation, lets it catch up and verifies the final state.
 func (e *benchEnv) overloadVariant(ctx context.Context, label, dbName string, conflation bool, topic string, rate float64) (overloadRun, error) {
 	var r overloadRun
-	l, err := e.startLiveN(ctx, label, dbName, conflation, topic, rate, e.cfg.OverloadProducers)
+	// Produced ahead: the producers build the window's messages first and
+	// then only send them, so that they reach the rate asked for.
+	l, err := e.startLiveSpec(ctx, label, dbName, conflation, topic, rate, e.cfg.OverloadProducers, produceSpec{Ahead: true})
 	if err != nil {
 		return r, err
 	}

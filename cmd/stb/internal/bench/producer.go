@@ -13,9 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/transport"
-	"go.uber.org/zap"
 )
 
 // The simulated hubs publish from a child process (`stb bench
@@ -35,6 +37,13 @@ type produceSpec struct {
 	// same hub: valid traffic mixed 1:1 with rejects; the expected state
 	// is the valid traffic's.
 	PoisonMix bool `json:"poisonMix,omitempty"`
+	// Ahead builds and encodes every message of the simulation before
+	// sending any, prints "ready N", then sends them paced to Sim.Rate,
+	// each stamped (ce_time) with the time it is sent: publishing at ten
+	// times what the database absorbs then costs the producer only
+	// librdkafka's produce, not the simulation and the encoding, which on
+	// two shared cores could not keep up (overload).
+	Ahead bool `json:"ahead,omitempty"`
 	// Expected is the file the producer writes the expected state to.
 	Expected string `json:"expected"`
 }
@@ -55,6 +64,9 @@ func RunProducer(ctx context.Context, specJSON string) error {
 		return err
 	}
 	defer pub.Close()
+	if spec.Ahead {
+		return runAhead(ctx, spec, pub)
+	}
 	var out sim.Publisher = pub
 	if spec.Poison || spec.PoisonMix {
 		out = &poisoned{KafkaPublisher: pub, mix: spec.PoisonMix}
@@ -76,11 +88,89 @@ func RunProducer(ctx context.Context, specJSON string) error {
 	return nil
 }
 
+// runAhead is RunProducer for spec.Ahead.
+func runAhead(ctx context.Context, spec produceSpec, pub *sim.KafkaPublisher) error {
+	cfg := spec.Sim
+	rate := cfg.Rate
+	cfg.Rate, cfg.Duration = 0, 0 // every round, as fast as it builds
+	var built encoded
+	exp, err := sim.Run(ctx, cfg, &built, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %d\n", len(built.msgs))
+	start, last := time.Now(), time.Now()
+	for i, msg := range built.msgs {
+		if rate > 0 {
+			// Sleep only when more than a millisecond ahead: the
+			// pace holds on average, without a timer per message.
+			due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+			if d := time.Until(due); d > time.Millisecond {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(d):
+				}
+			}
+		}
+		stampTime(msg, time.Now())
+		if err := pub.PublishMessage(ctx, msg); err != nil {
+			return err
+		}
+		built.msgs[i] = nil // sent: its memory may go
+		if now := time.Now(); now.Sub(last) >= producerProgressEvery {
+			last = now
+			fmt.Printf("sent %d\n", i+1)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		return fmt.Errorf("flush publisher: %w", err)
+	}
+	if err := exp.WriteFile(spec.Expected); err != nil {
+		return err
+	}
+	fmt.Printf("done %d\n", exp.Messages)
+	return nil
+}
+
+// encoded is a sim.Publisher that keeps the messages it is given, encoded
+// as the hubs send them, for runAhead to send later.
+type encoded struct{ msgs []*kafka.Message }
+
+func (e *encoded) Publish(_ context.Context, m sim.Message) error {
+	if strings.HasPrefix(m.Type, sim.GHTypePrefix) {
+		return fmt.Errorf("producing ahead is for STB's wire format, not %s", m.Type)
+	}
+	msg, err := transport.Encode(transport.Envelope(m), transport.DefaultTypePrefix)
+	if err != nil {
+		return err
+	}
+	e.msgs = append(e.msgs, msg)
+	return nil
+}
+
+// stampTime sets the message's ce_time to t, the time a hub sending it now
+// would give it.
+func stampTime(msg *kafka.Message, t time.Time) {
+	v := []byte(t.UTC().Format(time.RFC3339Nano))
+	for i := range msg.Headers {
+		if msg.Headers[i].Key == "ce_time" {
+			msg.Headers[i].Value = v
+			return
+		}
+	}
+	msg.Headers = append(msg.Headers, kafka.Header{Key: "ce_time", Value: v})
+}
+
 // benchProducer is a running producer process.
 type benchProducer struct {
 	cmd      *exec.Cmd
 	expected string
 	started  time.Time
+	// ready is closed when a producer producing ahead has built its
+	// messages and starts sending (readyAt); never for the others.
+	ready    chan struct{}
+	readyAt  time.Time
 	sent     atomic.Int64
 	exited   chan struct{}
 	finished atomic.Bool // it printed "done": everything was delivered
@@ -135,7 +225,7 @@ func startProducer(spec produceSpec) (*benchProducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &benchProducer{expected: f.Name(), exited: make(chan struct{})}
+	p := &benchProducer{expected: f.Name(), exited: make(chan struct{}), ready: make(chan struct{})}
 	p.cmd = exec.Command(exe, "bench", "--internal-producer", string(specJSON))
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.cmd.Stderr = &p.stderr
@@ -153,6 +243,11 @@ func startProducer(spec produceSpec) (*benchProducer, error) {
 			word, n, _ := strings.Cut(sc.Text(), " ")
 			v, err := strconv.ParseInt(n, 10, 64)
 			if err != nil {
+				continue
+			}
+			if word == "ready" {
+				p.readyAt = time.Now()
+				close(p.ready)
 				continue
 			}
 			p.sent.Store(v)

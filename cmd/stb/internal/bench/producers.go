@@ -43,6 +43,21 @@ func startProducers(spec produceSpec, n int) (*producers, error) {
 		g.ps = append(g.ps, p)
 	}
 	g.started = g.ps[0].started
+	if spec.Ahead {
+		// The run starts when they all send: building the messages
+		// took them a while, and sending none.
+		for _, p := range g.ps {
+			select {
+			case <-p.ready:
+				if p.readyAt.After(g.started) {
+					g.started = p.readyAt
+				}
+			case <-p.exited:
+				g.stop()
+				return nil, fmt.Errorf("producer exited before it was ready: %v: %s", p.waitErr, p.stderr.String())
+			}
+		}
+	}
 	go func() {
 		for _, p := range g.ps {
 			<-p.done()
