@@ -62,6 +62,17 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 		set("ingest", "ingestSeconds", decode.Seconds(), secs(decode)).
 		Note = fmt.Sprintf("from the first message read to the fourth decoded; %s with the group join", secs(rd.Elapsed))
 
+	// c: the same four messages read raw: polled and touched, nothing
+	// decoded.
+	raw, err := readRaw(ctx, e.brokers, []string{topic}, e.group("stb_bench_largehub_raw"), 4, nil)
+	if err != nil {
+		return err
+	}
+	rawRead := raw.Elapsed - raw.FirstMessage
+	res.row("c", "raw read ceiling").
+		set("ingest", "ingestSeconds", rawRead.Seconds(), secs(rawRead)).
+		Note = fmt.Sprintf("the same, polled and touched, nothing decoded; %s with the group join", secs(raw.Elapsed))
+
 	// c: the same bundles written straight: the ingest, then the rotation.
 	ingestRows := int64(largeHubClusters + 2*largeHubClusters*largeHubPolicies) // inserts, then every compliance set
 	rotRows := int64(largeHubClusters * largeHubPolicies)
@@ -104,6 +115,7 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 	res.ratio("stb ingest / pgx ceiling ingest", stb.ingest.Seconds()/pgxIngest.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb rotation / pgx ceiling rotation", stb.rotation.Seconds()/pgxRot.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb ingest / read+decode ceiling", stb.ingest.Seconds()/decode.Seconds(), "")
+	res.ratio("stb ingest / raw read ceiling", stb.ingest.Seconds()/rawRead.Seconds(), "")
 	res.rssBudget(stb.peak.RSS, e.cfg.MaxBufferedBytes, "")
 	res.note("rows: the ingest inserts %s clusters and %s placement rows and sets %s compliance rows; the rotation updates %s rows",
 		thousands(largeHubClusters), thousands(rotRows), thousands(rotRows), thousands(rotRows))
