@@ -66,19 +66,20 @@ const (
 // readAttrs reads msg's attributes: through attrsWriter when it is a
 // binary-mode event whose headers need nothing of what the binding does to
 // unusual ones, else through the binding's event.
-func readAttrs(msg *kafka.Message, sourceHeader string, hasSourceHeader bool) (*eventAttrs, error) {
+func readAttrs(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error) {
 	if plainBinaryV1(msg) {
 		w := newAttrsWriter()
+		w.raw = raw
 		if err := w.read(msg); err != nil {
 			return nil, err
 		}
 		return w.a, nil
 	}
-	return readEvent(msg, sourceHeader, hasSourceHeader)
+	return readEvent(msg, raw)
 }
 
 // readEvent reads msg's attributes through the binding's event.Event.
-func readEvent(msg *kafka.Message, sourceHeader string, hasSourceHeader bool) (*eventAttrs, error) {
+func readEvent(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error) {
 	ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(msg))
 	if err != nil {
 		return nil, err
@@ -87,11 +88,11 @@ func readEvent(msg *kafka.Message, sourceHeader string, hasSourceHeader bool) (*
 		specVersion: ev.SpecVersion(),
 		id:          ev.ID(),
 		typ:         ev.Type(),
-		source:      sourceHeader,
+		source:      raw.source,
 		time:        ev.Time(),
 		data:        ev.Data(),
 	}
-	if !hasSourceHeader {
+	if !raw.hasSource {
 		a.source = ev.Source()
 	}
 	if v1, ok := ev.Context.(*event.EventContextV1); ok {
@@ -144,6 +145,9 @@ type attrsWriter struct {
 	// map holds one key that no valid name can be, so that checking a
 	// name (setting it to nil) allocates nothing.
 	ext event.EventContextV1
+	// raw, when read has been given it, holds the ce_source and ce_type
+	// headers as strings already: with every key once, the same values.
+	raw rawAttrs
 }
 
 var _ binding.BinaryWriter = (*attrsWriter)(nil)
@@ -243,13 +247,20 @@ func (w *attrsWriter) setAttribute(kind spec.Kind, v []byte) error {
 			return errors.New("id is required to be a non-empty string")
 		}
 	case spec.Source:
-		s := string(v)
+		s := w.raw.source
+		if !w.raw.hasSource {
+			s = string(v)
+		}
 		if _, err := url.Parse(s); err != nil {
 			return err
 		}
 		w.a.source = s
 	case spec.Type:
-		w.a.typ = strings.TrimSpace(string(v))
+		if w.raw.hasTyp {
+			w.a.typ = strings.TrimSpace(w.raw.typ)
+		} else {
+			w.a.typ = strings.TrimSpace(string(v))
+		}
 	case spec.Time:
 		// types.ToTime of a string.
 		t, err := time.Parse(time.RFC3339Nano, string(v))

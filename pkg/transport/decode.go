@@ -158,7 +158,7 @@ func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bund
 
 // attrsReader reads a message's attributes: readAttrs, or readEvent
 // (always the binding's event), which tests compare it with.
-type attrsReader func(msg *kafka.Message, sourceHeader string, hasSourceHeader bool) (*eventAttrs, error)
+type attrsReader func(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error)
 
 func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	if msg == nil {
@@ -184,7 +184,7 @@ func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.T
 			return nil, r
 		}
 	}
-	ev, err := read(msg, raw.source, raw.hasSource)
+	ev, err := read(msg, raw)
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}

@@ -30,9 +30,9 @@ func ReadsPlainBinary(msg *kafka.Message) bool { return plainBinaryV1(msg) }
 // kafka_confluent binding's own ReadBinary (headers copied into its map)
 // instead of attrsWriter.read: what the benchmark compares read with.
 func DecodeThroughBindingReader(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
-	return decode(func(msg *kafka.Message, sourceHeader string, hasSourceHeader bool) (*eventAttrs, error) {
+	return decode(func(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error) {
 		if !plainBinaryV1(msg) {
-			return readEvent(msg, sourceHeader, hasSourceHeader)
+			return readEvent(msg, raw)
 		}
 		w := newAttrsWriter()
 		if err := kafka_confluent.NewMessage(msg).ReadBinary(context.Background(), w); err != nil {

@@ -253,7 +253,7 @@ func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules
 	tp := msg.TopicPartition
 	origin := bundle.Origin{Topic: *tp.Topic, Partition: tp.Partition, Offset: int64(tp.Offset)}
 	raw := rawAttrsOf(msg)
-	ev, err := read(msg, raw.source, raw.hasSource)
+	ev, err := read(msg, raw)
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
