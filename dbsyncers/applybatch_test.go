@@ -55,7 +55,7 @@ func (c *roundTrips) CopyFrom(ctx context.Context, table pgx.Identifier, columns
 
 func (c *roundTrips) total() int { return c.exec + c.query + c.queryRow + c.batch + c.copy + c.begin }
 
-// applyBatch runs ApplyBatch in a transaction of its own and returns what
+// applyBatch runs applyInTx in a transaction of its own and returns what
 // it sent.
 func applyBatch(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([]bool, *roundTrips, error) {
 	t.Helper()
@@ -64,7 +64,7 @@ func applyBatch(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([
 	err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 		rt = &roundTrips{Conn: tx}
 		var err error
-		applied, err = Default().ApplyBatch(t.Context(), rt, groups)
+		applied, err = Default().applyInTx(t.Context(), rt, groups)
 		return err
 	})
 	return applied, rt, err
@@ -156,7 +156,7 @@ func TestWriteStale(t *testing.T) {
 	for _, way := range []struct {
 		name  string
 		write func(testing.TB, *pgxpool.Pool, ...[]*bundle.Bundle) ([]bool, *roundTrips, error)
-	}{{"Write", write}, {"ApplyBatch in a transaction", applyBatch}} {
+	}{{"Write", write}, {"applyInTx in a transaction", applyBatch}} {
 		for _, order := range [][2]string{{"hub-new", "hub-fresh"}, {"hub-fresh", "hub-new"}} {
 			groups := make([][]*bundle.Bundle, 2)
 			for i, hub := range order {

@@ -32,7 +32,7 @@ type Syncer struct {
 	// Set either Handle or Plan.
 	Handle func(ctx context.Context, db DB, bundles []*bundle.Bundle) error
 	// Plan says how to write the bundles, without writing: Registry.Apply
-	// runs the plan, Write and ApplyBatch send its statements with the version
+	// runs the plan, Write sends its statements with the version
 	// fence in one round trip.
 	Plan func(bundles []*bundle.Bundle) (Write, error)
 	// Merge, optional and only for delta types, folds a newer delta payload

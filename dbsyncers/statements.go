@@ -51,7 +51,7 @@ type Statement struct {
 // Write is how a handler writes a group of bundles: Statements, sent as
 // one batch after customPlansSQL, preceded by Stage when it is set (rows
 // copied into a temporary table that the statements read). A write
-// without a stage is sent by Registry.Write (or ApplyBatch) with the version
+// without a stage is sent by Registry.Write with the version
 // fence, and with other groups' writes: one round trip for all of them.
 type Write struct {
 	Stage      func(ctx context.Context, db DB) error

@@ -113,11 +113,10 @@ func fenceArgs(last *bundle.Bundle) []any {
 	}
 }
 
-// ErrStale is returned by ApplyBatch and Write when a group sent in a
-// pipelined batch turned out stale: its fence refused it, failing, and the
-// batch's transaction is aborted. Write has rolled it back; after
-// ApplyBatch the caller must. Either way nothing of the batch was written:
-// write the other groups without that one, or each on its own.
+// ErrStale is returned by Write when a group sent in a pipelined batch
+// turned out stale: its fence refused it, failing, and the batch's
+// transaction was rolled back. Nothing of the batch was written: write the
+// other groups without that one, or each on its own.
 var ErrStale = errors.New("a bundle of the batch was stale: rolled back")
 
 // pipelineBytes bounds the payload of the groups sent in one pipelined
@@ -144,7 +143,7 @@ type Conn interface {
 // go out as one batch outside any explicit transaction: PostgreSQL runs a
 // pipeline up to its Sync as one implicit transaction, so the batch
 // commits or rolls back whole, in one round trip, without BEGIN or COMMIT.
-// Otherwise ApplyBatch runs in a transaction begun on conn.
+// Otherwise applyInTx runs in a transaction begun on conn.
 func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bundle) (applied []bool, err error) {
 	ws, err := r.plan(groups)
 	if err != nil {
@@ -163,7 +162,7 @@ func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bund
 	return applied, nil
 }
 
-// ApplyBatch writes groups of bundles, each as Apply takes them, in
+// applyInTx writes groups of bundles, each as Apply takes them, in
 // order, through db, which should be the worker's transaction, and returns
 // which were applied.
 //
@@ -172,11 +171,11 @@ func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bund
 // fence followed by its statements, all in one round trip. The statements
 // are sent before the fence's answer is known, so a fence that refuses its
 // bundle (rare once conflation has dropped what the database already
-// holds) fails, which aborts the transaction: ApplyBatch returns ErrStale
+// holds) fails, which aborts the transaction: applyInTx returns ErrStale
 // and the caller rolls back. Any other group (a staged bundle, a syncer
 // with only a Handle) is written on its own, as Apply does, after the
 // batch before it.
-func (r *Registry) ApplyBatch(ctx context.Context, db DB, groups [][]*bundle.Bundle) (applied []bool, err error) {
+func (r *Registry) applyInTx(ctx context.Context, db DB, groups [][]*bundle.Bundle) (applied []bool, err error) {
 	ws, err := r.plan(groups)
 	if err != nil {
 		return nil, err
