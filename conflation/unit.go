@@ -113,7 +113,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	tm := u.m.metrics.types[i]
 	now := u.m.cfg.Now()
 	u.lastActive = now
-	if s.hasSeen && !b.Version.Newer(s.seen) {
+	if s.hasSeen && s.info.Stale(b.Version, s.seen) {
 		rel.add(b, tm.stale)
 		return false
 	}

@@ -28,9 +28,9 @@ func GlobalHubInfo() Syncer {
 }
 
 // decodeGlobalHubInfo reads one JSON object. Members it does not know are
-// kept; a missing clusterId is stored as ” (the agent sends the object
-// before the hub's cluster claim exists), but one that is not a string is
-// a bad payload.
+// kept; a missing or empty clusterId (the agent sends the object before
+// the hub's ClusterVersion is seen) is taken, and planGlobalHubInfo
+// writes nothing for it; one that is not a string is a bad payload.
 func decodeGlobalHubInfo(data []byte) (any, error) {
 	if jsonscan.IsNull(data) {
 		return nil, badPayload(fmt.Errorf("%s: %w, got null", GHHubInfo, errNotObject))
@@ -74,6 +74,13 @@ func planGlobalHubInfo(bundles []*bundle.Bundle) (Write, error) {
 	p, err := payloadOf[HubInfoPayload](b)
 	if err != nil {
 		return Write{}, err
+	}
+	if p.ClusterID == "" {
+		// Upstream's manager ignores it ("Ignore data which do not have
+		// clusterid": manager/pkg/status/handlers/managedhub/
+		// hub_cluster_info_handler.go): the hub's stored description stays
+		// the last one with its cluster's id.
+		return Write{}, nil
 	}
 	return Write{Statements: []Statement{{What: "upsert hub info", SQL: hubInfoSQL, Args: []any{b.Hub, p.ClusterID, string(p.Object)}}}}, nil
 }

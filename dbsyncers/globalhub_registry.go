@@ -19,23 +19,38 @@ const (
 	GHRootPolicyEvent         = GlobalHubTypePrefix + "event.localrootpolicy"
 	GHReplicatedPolicyEvent   = GlobalHubTypePrefix + "event.localreplicatedpolicy"
 	GHManagedClusterEvent     = GlobalHubTypePrefix + "event.managedcluster"
+	GHLocalSpec               = GlobalHubTypePrefix + "policy.localspec"
+	GHAlertCounts             = GlobalHubTypePrefix + "security.alertcounts"
+	GHMigration               = GlobalHubTypePrefix + "managedclustermigration"
 )
 
 // GlobalHub returns the syncers of the global-hub profile in priority
-// order, the order the agent's own manager serves them in: heartbeat,
-// hub info, managed clusters, cluster events, compliance, complete
-// compliance, policy events.
+// order, the order the agent's own manager serves them in
+// (manager/pkg/status/conflator/conflation_priority.go): heartbeat, hub
+// info, managed clusters, cluster events, local policies, compliance,
+// complete compliance, policy events, alert counts, migrations.
+//
+// Every one takes equal versions (bundle.TypeInfo.TakesEqual): the agent
+// sends the frames of a resync, and in single send mode the events of one
+// interval, with one extversion, and its manager applies them all.
 func GlobalHub() []Syncer {
-	return []Syncer{
+	syncers := []Syncer{
 		GlobalHubHeartbeat(),
 		GlobalHubInfo(),
 		GlobalHubManagedCluster(),
 		GlobalHubManagedClusterEvent(),
+		GlobalHubLocalSpec(),
 		GlobalHubLocalCompliance(),
 		GlobalHubLocalCompleteCompliance(),
 		GlobalHubRootPolicyEvent(),
 		GlobalHubReplicatedPolicyEvent(),
+		GlobalHubAlertCounts(),
+		GlobalHubMigration(),
 	}
+	for i := range syncers {
+		syncers[i].TakesEqual = true
+	}
+	return syncers
 }
 
 // ForProfiles returns the registry of the wire profiles asked for: STB's

@@ -15,7 +15,9 @@ import (
 
 // fenceSQL moves the (hub, type) row of status.bundle_versions forward to
 // the version and origin of the bundle being applied, and does nothing when
-// the stored version is already the same or newer. It returns the number
+// the stored version is already newer, or the same for a type that does
+// not take equal versions (bundle.TypeInfo.TakesEqual: $8). A bundle's
+// run id ($9, the global-hub agent's) joins the row's last four. It returns the number
 // of rows it wrote: 1 or 0.
 //
 // Comparing in the WHERE of ON CONFLICT, rather than reading the row first,
@@ -36,16 +38,22 @@ const fenceSQL = fenceCTE + `SELECT count(*) FROM fence`
 const fenceCTE = `
 WITH fence AS (
 	INSERT INTO status.bundle_versions AS v
-		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at)
-	VALUES ($1, $2, $3::numeric, $4::numeric, $5, $6, $7, now())
+		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at, run_ids)
+	VALUES ($1, $2, $3::numeric, $4::numeric, $5, $6, $7, now(),
+		CASE WHEN $9::text = '' THEN '{}'::text[] ELSE ARRAY[$9::text] END)
 	ON CONFLICT (hub, bundle_type) DO UPDATE SET
 		incarnation = excluded.incarnation,
 		generation  = excluded.generation,
 		topic       = excluded.topic,
 		"partition" = excluded."partition",
 		"offset"    = excluded."offset",
-		applied_at  = excluded.applied_at
+		applied_at  = excluded.applied_at,
+		run_ids     = CASE
+			WHEN $9::text = '' OR $9::text = ANY (v.run_ids) THEN v.run_ids
+			ELSE (v.run_ids || $9::text)[greatest(1, cardinality(v.run_ids) - 2):]
+		END
 	WHERE (v.incarnation, v.generation) < (excluded.incarnation, excluded.generation)
+	   OR ($8::boolean AND (v.incarnation, v.generation) = (excluded.incarnation, excluded.generation))
 	RETURNING v.hub
 ), seen AS (
 	INSERT INTO status.hubs AS h (name)
@@ -86,13 +94,13 @@ func (r *Registry) Apply(ctx context.Context, db DB, bundles []*bundle.Bundle) (
 	if err != nil {
 		return false, err
 	}
-	return fenceThen(ctx, db, last, func() error { return s.write(ctx, db, bundles) })
+	return fenceThen(ctx, db, last, s.TakesEqual, func() error { return s.write(ctx, db, bundles) })
 }
 
 // fenceThen moves the fence to last's version and, if it moved, writes.
-func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, write func() error) (applied bool, err error) {
+func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, equal bool, write func() error) (applied bool, err error) {
 	var n int64
-	if err := db.QueryRow(ctx, fenceSQL, fenceArgs(last)...).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, fenceSQL, fenceArgs(last, equal)...).Scan(&n); err != nil {
 		return false, fmt.Errorf("%s bundle %s of hub %q: version fence: %w", last.Type, last.Version, last.Hub, err)
 	}
 	if n == 0 {
@@ -104,12 +112,13 @@ func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, write func() err
 	return true, nil
 }
 
-func fenceArgs(last *bundle.Bundle) []any {
+func fenceArgs(last *bundle.Bundle, equal bool) []any {
 	return []any{
 		last.Hub, last.Type,
 		strconv.FormatUint(last.Version.Incarnation, 10),
 		strconv.FormatUint(last.Version.Generation, 10),
 		last.Origin.Topic, last.Origin.Partition, last.Origin.Offset,
+		equal, last.RunID,
 	}
 }
 
@@ -189,6 +198,7 @@ func (r *Registry) applyInTx(ctx context.Context, db DB, groups [][]*bundle.Bund
 type plannedGroup struct {
 	last      *bundle.Bundle
 	size      int
+	equal     bool // the type takes equal versions
 	pipelined bool
 	stmts     []Statement
 	alone     func(ctx context.Context, db DB) error
@@ -202,7 +212,7 @@ func (r *Registry) plan(groups [][]*bundle.Bundle) ([]plannedGroup, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := plannedGroup{last: last}
+		p := plannedGroup{last: last, equal: s.TakesEqual}
 		for _, b := range g {
 			p.size += b.Size
 		}
@@ -250,7 +260,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		batch := newBatch()
 		for _, p := range ws[from:to] {
-			batch.Queue(fenceOrFailSQL, fenceArgs(p.last)...)
+			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.equal)...)
 			for _, st := range p.stmts {
 				batch.Queue(st.SQL, st.Args...)
 			}
@@ -276,7 +286,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		from = i + 1
 		var err error
-		if applied[i], err = fenceThen(ctx, db, p.last, func() error { return p.alone(ctx, db) }); err != nil {
+		if applied[i], err = fenceThen(ctx, db, p.last, p.equal, func() error { return p.alone(ctx, db) }); err != nil {
 			return nil, err
 		}
 	}

@@ -64,6 +64,13 @@ type Bundle struct {
 	Payload any
 	Size    int
 
+	// RunID is the CloudEvents id of the event that started the sender's
+	// run this bundle belongs to, for senders whose versions start again
+	// when they restart (the global-hub agent); empty otherwise. It is
+	// recorded with the version, so that a late copy of that event is
+	// known for one after a restart of the bridge.
+	RunID string
+
 	Origin     Origin
 	EventTime  time.Time // when the hub produced it (CloudEvents time)
 	ReceivedAt time.Time // when the bridge read it

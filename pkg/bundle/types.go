@@ -25,4 +25,20 @@ type TypeInfo struct {
 	Kind      Kind
 	DependsOn string
 	Rule      Rule
+	// TakesEqual says a bundle at the version already seen or written is
+	// taken and written again, not dropped as stale: only an older one is.
+	// The global-hub agent sends one version on several events (the
+	// frames of a resync, the events of one interval in single send mode),
+	// and its manager applies every one of them.
+	TakesEqual bool
+}
+
+// Stale reports whether a bundle at version v is stale against the
+// newest version seen or written, newest: older, or equal unless the type
+// takes equal versions.
+func (t TypeInfo) Stale(v, newest Version) bool {
+	if t.TakesEqual {
+		return v.Compare(newest) < 0
+	}
+	return !v.Newer(newest)
 }

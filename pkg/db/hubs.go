@@ -315,7 +315,7 @@ func HubRequestsAfter(ctx context.Context, q Querier, after int64) ([]HubRequest
 // after a delete).
 func LoadHubVersions(ctx context.Context, q Querier, hub string) ([]StoredVersion, error) {
 	return loadVersions(ctx, q, `
-		SELECT hub, bundle_type, incarnation::text, generation::text
+		SELECT `+versionColumns+`
 		FROM status.bundle_versions WHERE hub = $1
 		ORDER BY bundle_type`, hub)
 }

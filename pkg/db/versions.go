@@ -29,6 +29,11 @@ type StoredVersion struct {
 	Hub     string
 	Type    string
 	Version bundle.Version
+	// Origin is where the bundle was read from; RunIDs the ids of the
+	// events that started the sender's latest runs, oldest first (the
+	// global-hub agent's; empty for other types).
+	Origin bundle.Origin
+	RunIDs []string
 }
 
 // LoadVersions returns every stored version, ordered by hub and type. The
@@ -40,10 +45,13 @@ type StoredVersion struct {
 // into holds the upper half of the uint64 range.
 func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
 	return loadVersions(ctx, q, `
-		SELECT hub, bundle_type, incarnation::text, generation::text
+		SELECT `+versionColumns+`
 		FROM status.bundle_versions
 		ORDER BY hub, bundle_type`)
 }
+
+// versionColumns are the columns loadVersions scans, in its order.
+const versionColumns = `hub, bundle_type, incarnation::text, generation::text, topic, "partition", "offset", run_ids`
 
 func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]StoredVersion, error) {
 	rows, err := q.Query(ctx, query, args...)
@@ -55,7 +63,7 @@ func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]
 			sv       StoredVersion
 			inc, gen string
 		)
-		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen); err != nil {
+		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen, &sv.Origin.Topic, &sv.Origin.Partition, &sv.Origin.Offset, &sv.RunIDs); err != nil {
 			return sv, err
 		}
 		if sv.Version.Incarnation, err = strconv.ParseUint(inc, 10, 64); err != nil {

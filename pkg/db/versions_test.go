@@ -2,7 +2,7 @@ package db_test
 
 import (
 	"math"
-	"slices"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -17,16 +17,22 @@ func TestLoadVersions(t *testing.T) {
 	ctx := t.Context()
 
 	stored := []db.StoredVersion{
-		{Hub: "hub-a", Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 2}},
-		{Hub: "hub-a", Type: "managedclusters", Version: bundle.Version{Incarnation: math.MaxUint64, Generation: math.MaxUint64}},
-		{Hub: "hub-b", Type: "managedclusters", Version: bundle.Version{Incarnation: 0, Generation: 1 << 63}},
+		{Hub: "hub-a", Type: "globalhub.managedcluster", Version: bundle.Version{Incarnation: 3<<32 | 7, Generation: 9},
+			Origin: bundle.Origin{Topic: "gh-status.hub-a", Partition: 0, Offset: 41}, RunIDs: []string{"run-1", "run-2"}},
+		{Hub: "hub-a", Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 2},
+			Origin: bundle.Origin{Topic: "status", Partition: 3, Offset: 12}, RunIDs: []string{}},
+		{Hub: "hub-a", Type: "managedclusters", Version: bundle.Version{Incarnation: math.MaxUint64, Generation: math.MaxUint64},
+			Origin: bundle.Origin{Partition: -1, Offset: -1}, RunIDs: []string{}},
+		{Hub: "hub-b", Type: "managedclusters", Version: bundle.Version{Incarnation: 0, Generation: 1 << 63},
+			Origin: bundle.Origin{Partition: -1, Offset: -1}, RunIDs: []string{}},
 	}
 	for _, sv := range stored {
 		if _, err := pool.Exec(ctx, `
-			INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
-			VALUES ($1, $2, $3::text::numeric, $4::text::numeric)`,
+			INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", run_ids)
+			VALUES ($1, $2, $3::text::numeric, $4::text::numeric, $5, $6, $7, $8)`,
 			sv.Hub, sv.Type, strconv.FormatUint(sv.Version.Incarnation, 10),
-			strconv.FormatUint(sv.Version.Generation, 10)); err != nil {
+			strconv.FormatUint(sv.Version.Generation, 10),
+			sv.Origin.Topic, sv.Origin.Partition, sv.Origin.Offset, sv.RunIDs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -35,7 +41,7 @@ func TestLoadVersions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadVersions: %v", err)
 	}
-	if !slices.Equal(got, stored) {
+	if !reflect.DeepEqual(got, stored) {
 		t.Fatalf("LoadVersions = %+v, want %+v", got, stored)
 	}
 
@@ -43,8 +49,8 @@ func TestLoadVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got, stored[:2]) {
-		t.Fatalf("LoadHubVersions(hub-a) = %+v, want %+v", got, stored[:2])
+	if !reflect.DeepEqual(got, stored[:3]) {
+		t.Fatalf("LoadHubVersions(hub-a) = %+v, want %+v", got, stored[:3])
 	}
 	if got, err = db.LoadHubVersions(ctx, pool, "no-such-hub"); err != nil || len(got) != 0 {
 		t.Fatalf("LoadHubVersions(no-such-hub) = %+v, %v; want none", got, err)

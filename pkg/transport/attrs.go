@@ -50,6 +50,9 @@ type eventAttrs struct {
 	// The extensions the decoders read, nil when absent, as the binding
 	// keeps them (a string in binary mode).
 	version, dependency, chunkSize, sendMode any
+	// migrationID and migrationStage are the global-hub agent's
+	// managedclustermigration extensions.
+	migrationID, migrationStage any
 }
 
 // ceSpecs are the binding's binary-mode attribute names ("ce_id", …).
@@ -100,6 +103,8 @@ func readEvent(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error) {
 		a.dependency = v1.Extensions[ExtDependencyVersion]
 		a.chunkSize = v1.Extensions[ExtChunkSize]
 		a.sendMode = v1.Extensions[ExtSendMode]
+		a.migrationID = v1.Extensions[ExtMigrationID]
+		a.migrationStage = v1.Extensions[ExtMigrationStage]
 	}
 	return a, nil
 }
@@ -297,6 +302,10 @@ func (w *attrsWriter) setExtension(name string, v []byte) error {
 		keep = &w.a.chunkSize
 	case ExtSendMode:
 		keep = &w.a.sendMode
+	case ExtMigrationID:
+		keep = &w.a.migrationID
+	case ExtMigrationStage:
+		keep = &w.a.migrationStage
 	default:
 		return nil
 	}

@@ -1,8 +1,11 @@
 package transport
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -39,12 +42,18 @@ const (
 	// ExtSendMode says whether an event type's data is an array of events
 	// ("batch", the default) or one event object ("single").
 	ExtSendMode = "sendmode"
+	// ExtMigrationID and ExtMigrationStage name the migration and its
+	// stage on a managedclustermigration event
+	// (pkg/bundle/migration: MigrationId and Stage are carried in these
+	// extensions, not in the data).
+	ExtMigrationID    = "migrationid"
+	ExtMigrationStage = "migrationstage"
 )
 
 // ghType is what the profile knows of one global-hub event type.
 type ghType struct {
 	// byValue orders the type's bundles by the value part of extversion
-	// rather than by its generation (see GlobalHub).
+	// alone (see GlobalHub).
 	byValue bool
 	// dependsOn is the short type whose bundle extdependencyversion names.
 	dependsOn string
@@ -52,45 +61,62 @@ type ghType struct {
 	events bool
 }
 
-// ghTypes are the global-hub event types the bridge maps, by the type
-// after GlobalHubTypePrefix. Others are unknown_type.
+// ghTypes are the global-hub event types the bridge stores, by the type
+// after GlobalHubTypePrefix (upstream: pkg/enum/event_type.go, and the
+// manager's handlers registered in manager/pkg/status/handlers).
 var ghTypes = map[string]ghType{
 	"managedhub.heartbeat":           {},
 	"managedhub.info":                {},
 	"managedcluster":                 {},
+	"policy.localspec":               {},
 	"policy.localcompliance":         {byValue: true},
 	"policy.localcompletecompliance": {dependsOn: "policy.localcompliance"},
 	"event.localrootpolicy":          {events: true},
 	"event.localreplicatedpolicy":    {events: true},
 	"event.managedcluster":           {events: true},
+	"security.alertcounts":           {},
+	"managedclustermigration":        {},
+}
+
+// ghSkipped are the types the agent is known to send that the bridge does
+// not store, as upstream's manager registers no handler for them: counted
+// and skipped, never dead letters (a healthy agent must not page anyone).
+var ghSkipped = map[string]bool{
+	"event.clustergroupupgrade": true,
 }
 
 // GlobalHub is the global-hub profile's state: the agent's runs, per hub
 // and type. It is safe for concurrent use.
 //
-// The agent's extversion is "<generation>.<value>": generation counts the
-// events it sent of the type, value the changes it saw; both start again
-// at 0 when the agent restarts (generation 0 is the first event of a
-// run). STB's versions must only grow, so the profile maps each event to
-// bundle.Version{Incarnation: run, Generation: generation} where run is
-// the time (Unix nanoseconds) of the generation-0 event that started the
-// agent's current run of that type: a restart makes a newer incarnation,
-// and a replay or a late copy maps to the same version it had (the time is
-// in the event). policy.localcompliance is ordered by its value instead,
-// as localcompletecompliance names the compliance it was computed on by
-// that value (its generation is the one the agent will send next); the
-// agent sends it only when the value grew, so it orders its events as
-// well. An event whose time is before its run's start belongs to an older
-// run: it maps to incarnation 0, stale.
+// The agent's extversion is "<generation>.<value>" per type
+// (pkg/bundle/version/version.go): value counts the changes, generation
+// the sends (or the send ticks); both start again at 0 when the agent
+// restarts, and several events may carry one version (a resync's frames,
+// the events of one interval in single send mode). STB's versions must
+// only grow and must not depend on any clock, so the profile numbers the
+// agent's runs of each type in the order its partition gives them: one
+// type is one Kafka key, so all of a hub's events of one type are in one
+// partition, in the order the agent sent them. An event starts a new run
+// when its version is older than the newest one read of the current run
+// and its id was never read: a copy of an earlier event (a producer
+// retry, a late copy of an earlier run's first event) has the id it had.
+// A new run is numbered one above the current one, so it is newer than
+// every run before it in that partition: the order is total, and no
+// sender clock enters it.
 //
-// Runs are learned from the events read and, for a bridge that starts
-// past a run's first event, from the versions stored in
-// status.bundle_versions (Restore). When neither tells (nothing of the
-// type was stored and the run's first event is behind the stored offset:
-// it was conflated away), the first event read of the run starts it: its
-// later events map to the same incarnation, earlier ones can only be late
-// copies. A generation lower than one already read, in an event made
-// later, shows a run whose first event was not read: it starts there.
+// An event maps to bundle.Version{Incarnation: run<<32 | generation,
+// Generation: value}: run first, then the agent's own order. The types
+// ordered by value alone (policy.localcompliance, which
+// localcompletecompliance names by value) leave the generation out. A
+// localcompletecompliance run is numbered as the localcompliance run it
+// was computed in (see newRun), so that its extdependencyversion maps to
+// that run's localcompliance version.
+//
+// What the profile learns is also what the database keeps: the version
+// (run and agent version), where the event was read, and the ids of the
+// latest runs' first events (status.bundle_versions.run_ids), so that a
+// bridge that starts again (Restore) tells a replayed event, which it
+// reads at or before the stored offset, from a restart of the agent.
 type GlobalHub struct {
 	mu   sync.Mutex
 	runs map[runKey]*runState
@@ -98,43 +124,83 @@ type GlobalHub struct {
 
 type runKey struct{ hub, typ string }
 
+// agentVersion is the agent's "<generation>.<value>".
+type agentVersion struct{ generation, value uint64 }
+
 // runState is what the profile knows of one hub's runs of one type.
 type runState struct {
-	// starts are the known run starts, oldest first, at most maxRuns: a
-	// dependent event names its base by value within the run that was
-	// current when it was made.
-	starts []uint64
-	// generation and stamp are those of the newest event read of the
-	// current run.
-	generation, stamp uint64
+	// run numbers the current run, from 1; 0 when none is known.
+	run uint64
+	// latest is the newest version read of the current run.
+	latest    agentVersion
+	hasLatest bool
+	// starts are the first events of the latest runs, oldest first, at
+	// most maxRuns. A start restored from the database has no position.
+	starts []runStart
+	// recent are the ids read last (hashed), with their runs: a copy of
+	// one of them is never a new run.
+	recent []seenID
+	// read is where the newest event of the type was read (or, restored,
+	// written): an event read again at or before it, in the same
+	// partition, was read before and is mapped as it was then.
+	read    bundle.Origin
+	hasRead bool
 }
 
-// maxRuns bounds the run starts kept per hub and type.
-const maxRuns = 4
-
-func (r *runState) current() uint64 {
-	if len(r.starts) == 0 {
-		return 0
-	}
-	return r.starts[len(r.starts)-1]
+type runStart struct {
+	id     string
+	run    uint64
+	at     bundle.Origin
+	hasPos bool
 }
 
-// start records a run starting at stamp, newer than every known one.
-func (r *runState) start(stamp uint64) {
-	r.remember(stamp)
-	r.generation, r.stamp = 0, stamp
+type seenID struct{ hash, run uint64 }
+
+const (
+	// maxRuns bounds the run starts kept per hub and type (and stored).
+	maxRuns = 4
+	// maxRecent bounds the ids kept per hub and type for copies.
+	maxRecent = 8
+	// maxAgentGeneration is the largest generation the profile can order
+	// (it shares the incarnation with the run number).
+	maxAgentGeneration = 1<<32 - 1
+)
+
+// idHashSeed hashes the event ids the profile remembers.
+var idHashSeed = maphash.MakeSeed()
+
+func hashID(id string) uint64 { return maphash.String(idHashSeed, id) }
+
+// less orders two versions of the type: by value alone for byValue types,
+// else by generation, then value.
+func (t ghType) less(a, b agentVersion) bool {
+	if t.byValue || a.generation == b.generation {
+		return a.value < b.value
+	}
+	return a.generation < b.generation
 }
 
-// remember adds the start of a run, current or older, to the known ones.
-func (r *runState) remember(stamp uint64) {
-	i, found := slices.BinarySearch(r.starts, stamp)
-	if found {
-		return
+// pack maps an agent version of a run to the bundle's version.
+func (t ghType) pack(run uint64, a agentVersion) bundle.Version {
+	if t.byValue {
+		return bundle.Version{Incarnation: run << 32, Generation: a.value}
 	}
-	r.starts = slices.Insert(r.starts, i, stamp)
-	if len(r.starts) > maxRuns {
-		r.starts = slices.Delete(r.starts, 0, 1)
+	return bundle.Version{Incarnation: run<<32 | a.generation, Generation: a.value}
+}
+
+// unpack is pack's inverse.
+func (t ghType) unpack(v bundle.Version) (run uint64, a agentVersion) {
+	run = v.Incarnation >> 32
+	a.value = v.Generation
+	if !t.byValue {
+		a.generation = v.Incarnation & maxAgentGeneration
 	}
+	return run, a
+}
+
+// samePartition reports whether a and b were read from one partition.
+func samePartition(a, b bundle.Origin) bool {
+	return a.Topic == b.Topic && a.Partition == b.Partition
 }
 
 // NewGlobalHub returns the profile's state, knowing no runs.
@@ -150,88 +216,133 @@ func (g *GlobalHub) state(k runKey) *runState {
 	return r
 }
 
-// Restore records the version processed for a hub's bundle type, as
-// status.bundle_versions holds it: the incarnation of a global-hub type is
-// the run its events belong to. Other types are ignored; runs only move
-// forward.
-func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version) {
+// Restore records what status.bundle_versions holds of a hub's bundle
+// type: its version (run and agent version), where it was read, and the
+// ids of the latest runs' first events. Other types are ignored; runs only
+// move forward, so a bridge that read further keeps what it read.
+func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string) {
 	short, ok := strings.CutPrefix(bundleType, GlobalHubBundlePrefix)
-	if !ok || v.Incarnation == 0 {
+	t, known := ghTypes[short]
+	if !ok || !known || v.Incarnation == 0 {
 		return
 	}
+	run, a := t.unpack(v)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
-	if v.Incarnation > r.current() {
-		r.start(v.Incarnation)
+	if run < r.run || (run == r.run && r.hasLatest && !t.less(r.latest, a)) {
+		return
 	}
-}
-
-// version maps an event's extversion to the bundle's version.
-func (g *GlobalHub) version(hub, short string, t ghType, v bundle.Version, at time.Time) bundle.Version {
-	gen, value := v.Incarnation, v.Generation // the agent's "<generation>.<value>"
-	ordinal := gen
-	if t.byValue {
-		ordinal = value
+	r.run, r.latest, r.hasLatest = run, a, true
+	if at.Offset >= 0 && at.Topic != "" {
+		r.read, r.hasRead = at, true
 	}
-	var stamp uint64
-	if ns := at.UnixNano(); !at.IsZero() && ns > 0 {
-		stamp = uint64(ns)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	r := g.state(runKey{hub, short})
-	run := r.current()
-	switch {
-	case stamp == 0:
-		// No time to place it by: the current run's, as the agent always
-		// sends one.
-	case gen == 0 || run == 0:
-		if stamp <= run {
-			// A late copy of an older run's first event keeps its own,
-			// older incarnation and does not move the run back; the run
-			// is remembered for the events that depend on it.
-			r.remember(stamp)
-			return bundle.Version{Incarnation: stamp, Generation: ordinal}
+	for i, id := range runIDs {
+		if slices.ContainsFunc(r.starts, func(s runStart) bool { return s.id == id }) {
+			continue
 		}
-		r.start(stamp)
-		run = stamp
-	case stamp < run:
-		return bundle.Version{Incarnation: 0, Generation: ordinal}
-	case stamp > r.stamp && gen < r.generation:
-		// Made later with a lower generation: a run whose first event
-		// this bridge never read.
-		r.start(stamp)
-		run = stamp
+		startRun := uint64(0) // an earlier run: older than anything written
+		if i == len(runIDs)-1 {
+			startRun = run
+		}
+		r.addStart(runStart{id: id, run: startRun})
 	}
-	if stamp >= r.stamp {
-		r.generation, r.stamp = gen, stamp
-	}
-	return bundle.Version{Incarnation: run, Generation: ordinal}
 }
 
-// dependency maps an extdependencyversion, naming an event of type short
-// of the hub by its value, to the version that event has: the value in the
-// newest run of that type known to have started before the dependent
-// event was made (at). When every known run started after it, its base
-// belongs to an older run: incarnation 0, older than anything processed,
-// so the dependent is dropped as stale rather than applied on a base it
-// was not computed on.
-func (g *GlobalHub) dependency(hub, short string, v bundle.Version, at time.Time) bundle.Version {
+func (r *runState) addStart(s runStart) {
+	r.starts = append(r.starts, s)
+	if len(r.starts) > maxRuns {
+		r.starts = slices.Delete(r.starts, 0, 1)
+	}
+}
+
+func (r *runState) remember(id string, run uint64) {
+	if len(r.recent) == maxRecent {
+		copy(r.recent, r.recent[1:])
+		r.recent = r.recent[:maxRecent-1]
+	}
+	r.recent = append(r.recent, seenID{hashID(id), run})
+}
+
+// seen returns the run an id was read in, if it is one the state knows.
+func (r *runState) seen(id string) (uint64, bool) {
+	for _, s := range r.starts {
+		if s.id == id {
+			return s.run, true
+		}
+	}
+	h := hashID(id)
+	for _, s := range r.recent {
+		if s.hash == h {
+			return s.run, true
+		}
+	}
+	return 0, false
+}
+
+// startID returns the id of the current run's first event, if known.
+func (r *runState) startID() string {
+	if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run {
+		return r.starts[n-1].id
+	}
+	return ""
+}
+
+// version maps an event of a hub's type, read at o, to its bundle
+// version and the id of its run's first event. See GlobalHub.
+func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id string, o bundle.Origin) (bundle.Version, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
-	run := r.current()
-	if ns := at.UnixNano(); !at.IsZero() && ns > 0 {
-		run = 0
+	if r.hasRead && samePartition(o, r.read) && o.Offset <= r.read.Offset {
+		// Read again (a rebalance, a restart): the run it was read in is
+		// the newest one that started at or before it; none known means
+		// it was written or replaced before what the database holds.
 		for i := len(r.starts) - 1; i >= 0; i-- {
-			if r.starts[i] <= uint64(ns) {
-				run = r.starts[i]
-				break
+			if s := r.starts[i]; s.hasPos && samePartition(s.at, o) && s.at.Offset <= o.Offset {
+				return t.pack(s.run, a), s.id
 			}
 		}
+		return bundle.Version{}, ""
 	}
-	return bundle.Version{Incarnation: run, Generation: v.Generation}
+	r.read, r.hasRead = o, true
+	if run, ok := r.seen(id); ok {
+		// A copy of an event read before: the version it had.
+		return t.pack(run, a), ""
+	}
+	if !r.hasLatest || t.less(a, r.latest) {
+		g.newRun(hub, t, r)
+		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true})
+		r.latest, r.hasLatest = a, true
+	} else if t.less(r.latest, a) {
+		r.latest = a
+	}
+	r.remember(id, r.run)
+	return t.pack(r.run, a), r.startID()
+}
+
+// newRun moves r to a new run, newer than every run before it. A type
+// that depends on another (localcompletecompliance on localcompliance)
+// numbers its runs as the base type's runs: its new run is the base's
+// newest run when no earlier run of its own was numbered so, else the
+// base's next one (this type's partition was read ahead of the base's),
+// so that extdependencyversion, which names the base by value within the
+// agent's run, maps to the base's version in that run. g.mu is held.
+func (g *GlobalHub) newRun(hub string, t ghType, r *runState) {
+	next := r.run + 1
+	if t.dependsOn != "" {
+		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.run > r.run {
+			next = base.run
+		}
+	}
+	r.run = next
+}
+
+// dependency maps an extdependencyversion, naming the base's version by
+// value in the agent's run the dependent (of run) was made in, to the
+// base's bundle version.
+func dependency(run uint64, dep agentVersion) bundle.Version {
+	return bundle.Version{Incarnation: run << 32, Generation: dep.value}
 }
 
 // Decode is Decode for a reader with the global-hub profile: a global-hub
@@ -297,6 +408,11 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	}
 	t, known := ghTypes[short]
 	if !known {
+		if ghSkipped[short] {
+			r := newReject(msg, origin, "", fmt.Errorf("global-hub type %q is not stored", short))
+			r.Hub, r.Type, r.Skipped = hub, bundleType, true
+			return nil, r
+		}
 		return reject(deadletter.UnknownType, fmt.Errorf("%w: global-hub type %q", bundle.ErrUnknownType, short))
 	}
 	if topicHub, perHub := strings.CutPrefix(origin.Topic, GlobalHubTopicPrefix); perHub && topicHub != hub {
@@ -310,7 +426,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	if versionText, err = types.ToString(ev.version); err != nil {
 		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
-	agentVersion, err := bundle.ParseVersion(versionText)
+	agentV, err := parseAgentVersion(versionText)
 	if err != nil {
 		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
@@ -330,18 +446,19 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		return reject(deadletter.MissingAttribute, fmt.Errorf("no %s: %s depends on %s", ExtDependencyVersion, short, t.dependsOn))
 	}
 
+	limit := GlobalHubMaxBundleBytes(rules.MaxBundleBytes)
 	data := ev.data
 	if size := ev.chunkSize; size != nil {
 		// A chunk the reader did not assemble: too large to hold, or cut
 		// wrongly (globalhub_chunks.go).
 		n, err := types.ToInteger(size)
-		if err == nil && int64(n) > int64(rules.MaxBundleBytes) {
-			return reject(deadletter.TooLarge, fmt.Errorf("chunked event of %d bytes, limit %d", n, rules.MaxBundleBytes))
+		if err == nil && int64(n) > int64(limit) {
+			return reject(deadletter.TooLarge, fmt.Errorf("chunked event of %d bytes, limit %d", n, limit))
 		}
 		return reject(deadletter.BadPayload, fmt.Errorf("a chunk (%s %v) of an event that could not be assembled", ExtChunkSize, size))
 	}
-	if len(data) > rules.MaxBundleBytes {
-		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), rules.MaxBundleBytes))
+	if len(data) > limit {
+		return reject(deadletter.TooLarge, fmt.Errorf("data is %d bytes, limit %d", len(data), limit))
 	}
 	if t.events {
 		if err := checkSendMode(ev.sendMode, data); err != nil {
@@ -353,12 +470,15 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	if eventTime.IsZero() {
 		eventTime = msg.Timestamp
 	}
-	b := &bundle.Bundle{
-		Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime,
-		Version: g.version(hub, short, t, agentVersion, eventTime),
-	}
+	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
+	b.Version, b.RunID = g.version(hub, short, t, agentV, ev.id, origin)
 	if t.dependsOn != "" {
-		b.Dependency, b.HasDependency = g.dependency(hub, t.dependsOn, agentDep, eventTime), true
+		b.Dependency, b.HasDependency = dependency(b.Version.Incarnation>>32, agentVersion{agentDep.Incarnation, agentDep.Generation}), true
+	}
+	if short == "managedclustermigration" {
+		if data, err = withMigrationAttrs(data, ev.migrationID, ev.migrationStage); err != nil {
+			return reject(deadletter.BadPayload, err)
+		}
 	}
 	payload, err := rules.Decoder.Decode(bundleType, data)
 	if err != nil {
@@ -367,6 +487,69 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	b.Payload, b.Size = payload, len(data)
 	return b, nil
 }
+
+// withMigrationAttrs adds the migration id and stage extensions to a
+// managedclustermigration event's data object as its last members
+// ("migrationId", "stage"), where the decoder reads them: the agent sends
+// them as extensions, and older agents in the data, which the extensions
+// override (upstream's manager reads the extension first).
+func withMigrationAttrs(data []byte, id, stage any) ([]byte, error) {
+	var add []string
+	for _, kv := range []struct {
+		name string
+		v    any
+	}{{"migrationId", id}, {"stage", stage}} {
+		if kv.v == nil {
+			continue
+		}
+		text, err := types.ToString(kv.v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", kv.name, err)
+		}
+		quoted, err := json.Marshal(text)
+		if err != nil {
+			return nil, err
+		}
+		add = append(add, `"`+kv.name+`":`+string(quoted))
+	}
+	if len(add) == 0 {
+		return data, nil
+	}
+	body := bytes.TrimRight(data, " \t\r\n")
+	if len(body) == 0 || body[len(body)-1] != '}' {
+		return nil, errors.New("managedclustermigration: the data is not a JSON object")
+	}
+	inner := bytes.TrimSpace(body[:len(body)-1])
+	out := make([]byte, 0, len(body)+64)
+	out = append(out, inner...)
+	if len(inner) > 1 { // more than "{"
+		out = append(out, ',')
+	}
+	out = append(out, strings.Join(add, ",")...)
+	return append(out, '}'), nil
+}
+
+// parseAgentVersion parses the agent's "<generation>.<value>"; the
+// generation must fit the 32 bits the profile orders it in.
+func parseAgentVersion(text string) (agentVersion, error) {
+	v, err := bundle.ParseVersion(text)
+	if err != nil {
+		return agentVersion{}, err
+	}
+	if v.Incarnation > maxAgentGeneration {
+		return agentVersion{}, fmt.Errorf("%w: generation of %q is above %d", bundle.ErrMalformedVersion, text, uint64(maxAgentGeneration))
+	}
+	return agentVersion{generation: v.Incarnation, value: v.Generation}, nil
+}
+
+// GlobalHubMaxBundleBytes is the largest event data the global-hub profile
+// accepts: the configured limit, but at least what the agent sends whole
+// (its producer cuts data above 10 MiB into chunks, which the reader
+// assembles up to this limit: pkg/transport/config's MaxSizeToChunk).
+func GlobalHubMaxBundleBytes(configured int) int { return max(configured, GlobalHubAgentMaxBytes) }
+
+// GlobalHubAgentMaxBytes is the agent's own limit on one event's data.
+const GlobalHubAgentMaxBytes = 10 << 20
 
 // checkSendMode checks that an event type's data has the shape its
 // sendmode extension announces: one event object for "single", an array

@@ -15,27 +15,35 @@ import (
 
 // Chunks of large global-hub events.
 //
-// The global-hub agent's producer cuts the data of an event above its
-// message limit into chunks and sends each as the same event (same id,
-// same attributes) with two extensions: extsize, the whole data's length,
-// and extoffset, where the chunk ends in it (the sum of the lengths of the
-// chunks so far). They are sent one after the other with the same key, so
-// they arrive in order on one partition, though the chunks of other
-// events (other hubs, on the shared topic) may come between them.
+// The global-hub agent's producer (pkg/transport/producer/
+// generic_producer.go) cuts the data of an event above its limit (10 MiB)
+// into chunks and sends each as the event with the chunk as data and two
+// extensions: extsize, the whole data's length, and extoffset, where the
+// chunk ends in it (the sum of the lengths of the chunks so far). The
+// client gives every send a new id (sdk-go's defaulters clone the event
+// context and set a fresh UUID), so the chunks of one event have ids of
+// their own. They are sent one after the other with the same key (the
+// event type), so they arrive in order on one partition, and the agent
+// sends the next event of that hub and type only after the last chunk;
+// the chunks of other events (other hubs, on the shared topic) may come
+// between them.
 //
-// The reader holds a chunk until its event is whole, then decodes the
-// assembled event as one message at the offset of its first chunk. Only
-// that first offset stays outstanding for the committer: the later chunks
-// are done as soon as they are held, since the first one already keeps the
-// committed position before all of them, and a restart reads them all
-// again. Only binary-mode chunks are assembled.
+// The reader therefore assembles by sender — topic, partition, source and
+// type — not by id: a chunk that ends where its data ends (extoffset =
+// its length) starts an event, and the next ones must follow on. It holds
+// a chunk until its event is whole, then decodes the assembled event as
+// one message at the offset of its first chunk, with the first chunk's
+// id. Only that first offset stays outstanding for the committer: the
+// later chunks are done as soon as they are held, since the first one
+// already keeps the committed position before all of them, and a restart
+// reads them all again. A chunk read again (a producer retry) is dropped.
+// Only binary-mode chunks are assembled.
 //
 // An event the reader cannot assemble is dead-lettered, never waited for
-// forever: chunks that do not fit together, an event larger than
-// --max-bundle-bytes (each of its chunks is then decoded alone and
-// rejected as too_large), or an incomplete event followed by another event
-// of the same hub and type, which the agent only sends once it has sent
-// every chunk of the one before.
+// forever: chunks that do not follow on, an event larger than the
+// profile's limit (each of its chunks is then decoded alone and rejected
+// as too_large), or an incomplete event followed by another event of the
+// same hub and type.
 
 // Binary-mode headers of the attributes the assembler reads.
 const (
@@ -51,31 +59,22 @@ const (
 // while that goroutine is idle, after waiting for it.
 type chunkAssembler struct {
 	limit int
-	open  map[chunkKey]*assembly
+	open  map[senderKey]*assembly
 }
 
-// chunkKey identifies one chunked event; senderKey what sends them one
-// at a time.
-type (
-	chunkKey struct {
-		topic     string
-		partition int32
-		id        string
-	}
-	senderKey struct {
-		topic        string
-		partition    int32
-		source, kind string
-	}
-)
+// senderKey identifies what sends chunked events one at a time.
+type senderKey struct {
+	topic        string
+	partition    int32
+	source, kind string
+}
 
 type assembly struct {
-	sender senderKey
-	first  polled
-	last   *kafka.Message
-	size   int
-	got    int
-	parts  []chunkPart
+	first polled
+	last  *kafka.Message
+	size  int
+	got   int
+	parts []chunkPart
 }
 
 type chunkPart struct {
@@ -84,7 +83,7 @@ type chunkPart struct {
 }
 
 func newChunkAssembler(limit int) *chunkAssembler {
-	return &chunkAssembler{limit: limit, open: map[chunkKey]*assembly{}}
+	return &chunkAssembler{limit: limit, open: map[senderKey]*assembly{}}
 }
 
 // add takes one polled message. It returns the message to decode and true:
@@ -98,49 +97,54 @@ func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)
 		return it, true
 	}
 	topic, partition := *msg.TopicPartition.Topic, msg.TopicPartition.Partition
-	sender := senderKey{topic, partition, h.source, h.typ}
-	key := chunkKey{topic, partition, h.id}
-	// The agent sends an event only after every chunk of its previous one
-	// of the same type: an open assembly of this sender under another id
-	// will never be completed.
-	for k, a := range c.open {
-		if a.sender == sender && k != key {
-			delete(c.open, k)
-			incomplete(a.first, fmt.Errorf("chunked event %s: %d of %d bytes came before the next event of its hub and type", k.id, a.got, a.size))
-		}
+	key := senderKey{topic, partition, h.source, h.typ}
+	a := c.open[key]
+	giveUp := func(err error) {
+		delete(c.open, key)
+		incomplete(a.first, err)
+		a = nil
 	}
 	if !h.chunked {
+		// The agent sends an event only after every chunk of the one
+		// before: an open assembly of this sender will never be whole.
+		if a != nil {
+			giveUp(fmt.Errorf("chunked event %s: %d of %d bytes came before the next event of its hub and type", a.id(), a.got, a.size))
+		}
 		return it, true
 	}
 	size, err1 := strconv.Atoi(h.size)
 	end, err2 := strconv.Atoi(h.offset)
 	start := end - len(msg.Value)
-	if err1 != nil || err2 != nil || size <= 0 || size > c.limit || start < 0 || end > size || h.id == "" {
+	if err1 != nil || err2 != nil || size <= 0 || size > c.limit || start < 0 || end > size {
 		// Decoded alone, it is rejected: too_large above the limit,
 		// bad_payload otherwise. An event it belonged to is given up.
-		if a, ok := c.open[key]; ok {
-			delete(c.open, key)
-			incomplete(a.first, fmt.Errorf("chunked event %s: a chunk (%s %s, %s %s) does not fit", h.id, ExtChunkSize, h.size, ExtChunkOffset, h.offset))
+		if a != nil {
+			giveUp(fmt.Errorf("chunked event %s: a chunk (%s %s, %s %s) does not fit", a.id(), ExtChunkSize, h.size, ExtChunkOffset, h.offset))
 		}
 		return it, true
 	}
-	a, ok := c.open[key]
-	if !ok {
-		a = &assembly{sender: sender, first: it, size: size}
-		c.open[key] = a
-	} else {
-		if a.size != size {
-			delete(c.open, key)
-			incomplete(a.first, fmt.Errorf("chunked event %s: %s changed from %d to %d", h.id, ExtChunkSize, a.size, size))
+	if a != nil && start < a.got && slices.ContainsFunc(a.parts, func(p chunkPart) bool { return p.start == start }) {
+		// A chunk read twice: the first copy is held.
+		it.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(msg.TopicPartition.Offset)})
+		return polled{}, false
+	}
+	if a != nil && (start != a.got || size != a.size) {
+		giveUp(fmt.Errorf("chunked event %s: a chunk at byte %d of %d follows %d of %d bytes", a.id(), start, size, a.got, a.size))
+	}
+	if a == nil {
+		if start != 0 {
+			// Not the first chunk of an event: decoded alone, a bad
+			// payload.
 			return it, true
 		}
+		a = &assembly{first: it, size: size}
+		c.open[key] = a
+	} else {
 		// Held: the first chunk keeps the committed position before it.
 		it.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(msg.TopicPartition.Offset)})
 	}
-	if !slices.ContainsFunc(a.parts, func(p chunkPart) bool { return p.start == start }) {
-		a.parts = append(a.parts, chunkPart{start, msg.Value})
-		a.got += len(msg.Value)
-	}
+	a.parts = append(a.parts, chunkPart{start, msg.Value})
+	a.got += len(msg.Value)
 	a.last = msg
 	if a.got < a.size {
 		return polled{}, false
@@ -148,17 +152,19 @@ func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)
 	delete(c.open, key)
 	data, err := a.assemble()
 	if err != nil {
-		incomplete(a.first, fmt.Errorf("chunked event %s: %w", h.id, err))
+		incomplete(a.first, fmt.Errorf("chunked event %s: %w", a.id(), err))
 		return polled{}, false
 	}
-	whole := *a.last
-	whole.TopicPartition = a.first.msg.TopicPartition
+	whole := *a.first.msg
 	whole.Value = data
 	whole.Headers = slices.DeleteFunc(slices.Clone(whole.Headers), func(h kafka.Header) bool {
 		return h.Key == headerSize || h.Key == headerOffset
 	})
 	return polled{msg: &whole, p: a.first.p, tc: a.first.tc}, true
 }
+
+// id is the id of the event's first chunk, which the whole event takes.
+func (a *assembly) id() string { return chunkHeaders(a.first.msg).id }
 
 // assemble joins the parts in order; they must tile the data exactly.
 func (a *assembly) assemble() ([]byte, error) {

@@ -29,6 +29,10 @@ type GlobalHubEvent struct {
 	Time time.Time
 	// Data is the JSON data, sent as is.
 	Data []byte
+	// Extensions are other extensions the agent sets on some types
+	// (managedclustermigration's migrationid, migrationstage,
+	// clustername), sent as strings.
+	Extensions map[string]string
 }
 
 // EncodeGlobalHub turns e into a Kafka message as the agent's producer
@@ -55,6 +59,9 @@ func EncodeGlobalHub(e GlobalHubEvent) (*kafka.Message, error) {
 	}
 	if e.SendMode != "" {
 		ev.SetExtension(ExtSendMode, e.SendMode)
+	}
+	for name, v := range e.Extensions {
+		ev.SetExtension(name, v)
 	}
 	return binaryMessage(&ev, e.Topic, []byte(GlobalHubTypePrefix+e.Type), e.Data)
 }

@@ -58,6 +58,17 @@ func ghEvent(topic, hub, typ string) transport.GlobalHubEvent {
 	case "event.localreplicatedpolicy":
 		e.Data = []byte(`{"leafHubName":"` + hub + `","eventName":"ns.p1.17b8","eventNamespace":"c1","message":"NonCompliant","reason":"PolicyStatusSync","count":1,"source":{"component":"policy-status-history-sync"},"createdAt":"2024-02-29T03:01:14Z","policyId":"p1","clusterId":"id-c1","clusterName":"c1","compliance":"NonCompliant"}`)
 		e.SendMode = "single"
+	case "policy.localspec":
+		// pkg/bundle/generic/generic_bundle.go; a Policy with its status
+		// cleared (agent/pkg/status/syncers/policies).
+		e.Data = []byte(`{"resync":[{"apiVersion":"policy.open-cluster-management.io/v1","kind":"Policy","metadata":{"name":"p1","namespace":"default","uid":"9e1c3a2e-4c53-4b0e-9b7f-1f3c2b7e8a11"},"spec":{"disabled":false},"status":{}}]}`)
+	case "security.alertcounts":
+		// pkg/wire/models/security.go: counts omitempty.
+		e.Data = []byte(`{"low":2,"high":1,"detail_url":"https://central-stackrox.apps.x.com/main/violations","source":"stackrox/central"}`)
+	case "managedclustermigration":
+		// pkg/bundle/migration: id and stage are extensions.
+		e.Data = []byte(`{"managedClusters":["c1","c2"]}`)
+		e.Extensions = map[string]string{"migrationid": "0b2a6a55-6e8c-4e0f-b8b6-0d7b0ff4b5a1", "migrationstage": "Validating", "clustername": "global-hub"}
 	case "event.managedcluster":
 		e.Data = []byte(`[{"eventNamespace":"c1","eventName":"c1.1870fdff35b3d4bc","clusterName":"c1","clusterId":"id-c1","leafHubName":"` + hub + `","message":"waiting","reason":"WaitForImporting","reportingController":"managedcluster-import-controller","type":"Normal","createdAt":"2025-10-23T02:32:06Z"}]`)
 		e.SendMode = "batch"
@@ -68,6 +79,7 @@ func ghEvent(topic, hub, typ string) transport.GlobalHubEvent {
 var ghTypes = []string{
 	"managedhub.heartbeat", "managedhub.info", "managedcluster", "policy.localcompliance",
 	"policy.localcompletecompliance", "event.localrootpolicy", "event.localreplicatedpolicy", "event.managedcluster",
+	"policy.localspec", "security.alertcounts", "managedclustermigration",
 }
 
 // ghCase is one global-hub message the reader may meet; reason is "" for
@@ -103,7 +115,7 @@ func ghCases() []ghCase {
 	}
 	cases = append(cases,
 		change("heartbeat without data", "", "managedhub.heartbeat", func(e *transport.GlobalHubEvent) { e.Data = nil }),
-		change("type the profile does not map", deadletter.UnknownType, "managedhub.heartbeat", func(e *transport.GlobalHubEvent) { e.Type = "policy.localspec" }),
+		change("type the profile does not map", deadletter.UnknownType, "managedhub.heartbeat", func(e *transport.GlobalHubEvent) { e.Type = "policy.minicompliance" }),
 		change("malformed extversion", deadletter.MalformedVersion, "managedcluster", func(e *transport.GlobalHubEvent) { e.Version = "3" }),
 		change("complete compliance without extdependencyversion", deadletter.MissingAttribute, "policy.localcompletecompliance", func(e *transport.GlobalHubEvent) { e.Dependency = "" }),
 		change("malformed extdependencyversion", deadletter.MalformedVersion, "policy.localcompletecompliance", func(e *transport.GlobalHubEvent) { e.Dependency = "x.1" }),
@@ -113,7 +125,7 @@ func ghCases() []ghCase {
 		change("unknown sendmode", deadletter.BadPayload, "event.managedcluster", func(e *transport.GlobalHubEvent) { e.SendMode = "stream" }),
 		change("compliance wrapped in objects", deadletter.BadPayload, "policy.localcompliance", func(e *transport.GlobalHubEvent) { e.Data = []byte(`{"objects":[]}`) }),
 		change("data over the limit", deadletter.TooLarge, "managedhub.info", func(e *transport.GlobalHubEvent) {
-			e.Data = []byte(`{"clusterId":"` + strings.Repeat("x", transport.MinMaxBundleBytes) + `"}`)
+			e.Data = []byte(`{"clusterId":"` + strings.Repeat("x", transport.GlobalHubAgentMaxBytes) + `"}`)
 		}),
 		ghCase{"per-hub topic of another hub", deadletter.SourceMismatch, func(t testing.TB, topic, hub string) *kafka.Message {
 			return ghEncode(t, ghEvent("gh-status.other", hub, "managedhub.heartbeat"))
@@ -173,18 +185,17 @@ func TestGlobalHubDecode(t *testing.T) {
 			if b.Origin != (bundle.Origin{Topic: topic, Partition: 0, Offset: int64(10 + i)}) || b.Payload == nil || !b.EventTime.Equal(ghTime) {
 				t.Fatalf("bundle %+v", b)
 			}
-			// Agent's version 3.7 in a run this bridge has not seen start:
-			// the first event read starts it; ordered by generation, or by
-			// value for localcompliance.
-			want := bundle.Version{Incarnation: uint64(ghTime.UnixNano()), Generation: 3}
+			// Agent's version 3.7, the first read of its type: run 1, then
+			// the generation and the value; localcompliance by value alone.
+			want := bundle.Version{Incarnation: 1<<32 | 3, Generation: 7}
 			if strings.HasSuffix(typ, ".policy.localcompliance") {
-				want.Generation = 7
+				want.Incarnation = 1 << 32
 			}
 			if b.Version != want {
 				t.Fatalf("version %v, want %v", b.Version, want)
 			}
-			if strings.HasSuffix(typ, "localcompletecompliance") && (!b.HasDependency || b.Dependency != (bundle.Version{Generation: 7})) {
-				t.Fatalf("dependency %v (%v), want the value 7 of the localcompliance run", b.Dependency, b.HasDependency)
+			if strings.HasSuffix(typ, "localcompletecompliance") && (!b.HasDependency || b.Dependency != (bundle.Version{Incarnation: 1 << 32, Generation: 7})) {
+				t.Fatalf("dependency %v (%v), want the value 7 of the localcompliance run 1", b.Dependency, b.HasDependency)
 			}
 		})
 	}
@@ -208,100 +219,159 @@ func TestGlobalHubSharedTopic(t *testing.T) {
 	}
 }
 
-// TestGlobalHubRuns checks the version mapping across agent restarts:
-// generation 0 starts a run whose incarnation is its event time; later
-// events of the run share it; a restart is newer; late copies of an older
-// run stay older; a bridge starting past a run's first event learns it
-// from the stored versions.
-func TestGlobalHubRuns(t *testing.T) {
-	rules := ghRules(t)
-	decode := func(gh *transport.GlobalHub, typ, version, dep string, at time.Time) *bundle.Bundle {
-		t.Helper()
-		e := ghEvent("gh-status.hub1", "hub1", typ)
-		e.Version, e.Time, e.Dependency = version, at, dep
-		b, rej := gh.Decode(consumed(ghEncode(t, e), 0, 1), rules, time.Now())
-		if rej != nil {
-			t.Fatalf("%s %s rejected: %v", typ, version, rej.Err)
-		}
-		return b
+// ghRead is one event of hub1 as the agent sends it, read at an offset of
+// partition 0 of gh-status.hub1.
+type ghRead struct {
+	typ, version, dep, id string
+	offset                int64
+	at                    time.Time
+}
+
+func (r ghRead) decode(t *testing.T, gh *transport.GlobalHub) *bundle.Bundle {
+	t.Helper()
+	e := ghEvent("gh-status.hub1", "hub1", r.typ)
+	e.Version, e.ID, e.Time = r.version, r.id, r.at
+	if r.dep != "" {
+		e.Dependency = r.dep
 	}
-	t0 := ghTime
-	run1 := uint64(t0.UnixNano())
+	b, rej := gh.Decode(consumed(ghEncode(t, e), 0, r.offset), ghRules(t), time.Now())
+	if rej != nil {
+		t.Fatalf("%s %s (%s) rejected: %v", r.typ, r.version, r.id, rej.Err)
+	}
+	return b
+}
+
+// TestGlobalHubRunsWithoutClocks: the agent's versions start again at 0.0
+// when it restarts (pkg/bundle/version/version.go: NewVersion is 0.0;
+// Incr adds to the value, Next to the generation), and the restarted
+// agent's clock may be behind the old one's. A run is newer than every run
+// read before it in its partition whatever ce_time says: an event older
+// than the newest one read, with an id never read, starts a run; the same
+// id read again is a copy (a producer retry, a late copy) and keeps the
+// version it had, so it can never take the database back.
+func TestGlobalHubRunsWithoutClocks(t *testing.T) {
 	gh := transport.NewGlobalHub()
-	steps := []struct {
-		name, typ, version string
-		at                 time.Time
-		want               bundle.Version
-	}{
-		{"first event of a run", "managedcluster", "0.1", t0, bundle.Version{Incarnation: run1, Generation: 0}},
-		{"later events share its incarnation", "managedcluster", "1.2", t0.Add(time.Minute), bundle.Version{Incarnation: run1, Generation: 1}},
-		{"each type has its own run, the first read starting it", "managedhub.heartbeat", "5.0", t0.Add(time.Minute), bundle.Version{Incarnation: uint64(t0.Add(time.Minute).UnixNano()), Generation: 5}},
-		{"a copy made before the run's first read event is stale", "managedhub.heartbeat", "4.0", t0.Add(time.Second), bundle.Version{Incarnation: 0, Generation: 4}},
-		{"a lower generation made later starts a run whose first event was not read", "managedhub.heartbeat", "2.0", t0.Add(time.Hour), bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 2}},
-		{"a restart starts a newer run", "managedcluster", "0.1", t0.Add(time.Hour), bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 0}},
-		{"a late copy of the old run's first event stays old", "managedcluster", "0.1", t0, bundle.Version{Incarnation: run1, Generation: 0}},
-		{"a late copy of the old run's later event is stale", "managedcluster", "7.9", t0.Add(2 * time.Minute), bundle.Version{Incarnation: 0, Generation: 7}},
-		{"the new run goes on", "managedcluster", "1.3", t0.Add(time.Hour + time.Minute), bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 1}},
+	t0 := ghTime
+	mc := func(version, id string, offset int64, at time.Time) bundle.Version {
+		return ghRead{typ: "managedcluster", version: version, id: id, offset: offset, at: at}.decode(t, gh).Version
 	}
-	for _, s := range steps {
-		if got := decode(gh, s.typ, s.version, "", s.at).Version; got != s.want {
-			t.Fatalf("%s: version %v, want %v", s.name, got, s.want)
+	first := mc("0.3", "a", 1, t0)
+	later := mc("4.9", "b", 2, t0.Add(20*time.Second))
+	if !later.Newer(first) {
+		t.Fatalf("4.9 (%v) is not newer than 0.3 (%v) in one run", later, first)
+	}
+	// The restarted agent's clock is 20 s behind: its first event says it
+	// was made before the old run's last one. It is still the newer run.
+	restart := mc("0.1", "c", 3, t0.Add(10*time.Second))
+	if !restart.Newer(later) {
+		t.Fatalf("the restarted agent's 0.1 (%v) is not newer than the old run's 4.9 (%v)", restart, later)
+	}
+	// A late copy of the old run's first event (same id) is older than
+	// the new run, and so is a copy of its last one: upstream's manager,
+	// resetting on any generation 0, would take the first back
+	// (manager/pkg/status/conflator/element_complete.go: InitGen resets).
+	if v := mc("0.3", "a", 4, t0); !restart.Newer(v) {
+		t.Fatalf("a late copy of the old run's first event maps to %v, not older than the new run's %v", v, restart)
+	}
+	if v := mc("4.9", "b", 5, t0.Add(20*time.Second)); !restart.Newer(v) {
+		t.Fatalf("a late copy of the old run's last event maps to %v, not older than the new run's %v", v, restart)
+	}
+	// Frames of one resync share one extversion
+	// (agent/pkg/status/emitters/object_emitter.go: Resync never calls
+	// Incr or Next): each maps to the same version, which the type takes
+	// again (TakesEqual), not stale.
+	f1 := mc("1.4", "f1", 6, t0.Add(time.Minute))
+	f2 := mc("1.4", "f2", 7, t0.Add(time.Minute))
+	meta := mc("1.4", "f3", 8, t0.Add(time.Minute))
+	if f1 != f2 || f2 != meta || !f1.Newer(restart) {
+		t.Fatalf("resync frames map to %v, %v, %v; want one version newer than %v", f1, f2, meta, restart)
+	}
+	info := bundle.TypeInfo{Name: "globalhub.managedcluster", Kind: bundle.Stream, TakesEqual: true}
+	if info.Stale(f2, f1) || !info.Stale(restart, f1) {
+		t.Fatal("a type taking equal versions must take an equal one and drop an older one")
+	}
+}
+
+// TestGlobalHubRestoreAndReplay: a bridge that starts again restores the
+// run from status.bundle_versions (version, where the event was read, the
+// runs' first ids). Events it reads again, at or before that offset, are
+// not restarts (their ids are new to it); a late copy of a run's first
+// event is known by its stored id; a real restart is still newer.
+func TestGlobalHubRestoreAndReplay(t *testing.T) {
+	t0 := ghTime
+	before := transport.NewGlobalHub()
+	var last *bundle.Bundle
+	for i, r := range []ghRead{
+		{typ: "managedcluster", version: "0.2", id: "r1-0", offset: 10, at: t0},
+		{typ: "managedcluster", version: "5.6", id: "r1-1", offset: 11, at: t0},
+		{typ: "managedcluster", version: "0.1", id: "r2-0", offset: 12, at: t0.Add(-time.Minute)},
+		{typ: "managedcluster", version: "3.2", id: "r2-1", offset: 13, at: t0},
+	} {
+		last = r.decode(t, before)
+		if i == 2 && last.RunID != "r2-0" {
+			t.Fatalf("the restart's bundle carries run id %q, want r2-0", last.RunID)
 		}
 	}
-	if !(bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano())}).Newer(bundle.Version{Incarnation: run1, Generation: 1 << 40}) {
-		t.Fatal("a restart is not newer than any version of the run before")
+	gh := transport.NewGlobalHub()
+	gh.Restore("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-0", "r2-0"})
+	gh.Restore("hub1", "compliance", bundle.Version{Incarnation: 99}, bundle.Origin{}, nil) // not a global-hub type: ignored
+	for _, r := range []ghRead{
+		{typ: "managedcluster", version: "5.6", id: "r1-1", offset: 11, at: t0},
+		{typ: "managedcluster", version: "0.1", id: "r2-0", offset: 12, at: t0},
+	} {
+		if v := r.decode(t, gh).Version; v.Compare(last.Version) >= 0 {
+			t.Fatalf("%s read again at offset %d maps to %v, not older than the stored %v", r.id, r.offset, v, last.Version)
+		}
 	}
+	if v := (ghRead{typ: "managedcluster", version: "3.2", id: "r2-1", offset: 14, at: t0}).decode(t, gh).Version; v != last.Version {
+		t.Fatalf("a copy of the stored event maps to %v, want %v", v, last.Version)
+	}
+	if v := (ghRead{typ: "managedcluster", version: "0.2", id: "r1-0", offset: 15, at: t0}).decode(t, gh).Version; !last.Version.Newer(v) {
+		t.Fatalf("a late copy of an earlier run's first event maps to %v, not older than %v", v, last.Version)
+	}
+	if v := (ghRead{typ: "managedcluster", version: "4.1", id: "r2-2", offset: 16, at: t0}).decode(t, gh).Version; !v.Newer(last.Version) {
+		t.Fatalf("the run's next event maps to %v, not newer than %v", v, last.Version)
+	}
+	if v := (ghRead{typ: "managedcluster", version: "0.0", id: "r3-0", offset: 17, at: t0.Add(-time.Hour)}).decode(t, gh).Version; !v.Newer(last.Version) {
+		t.Fatalf("a restart maps to %v, not newer than %v", v, last.Version)
+	}
+}
 
-	// localcompliance is ordered by value, and localcompletecompliance
-	// names it by value in the compliance's current run.
-	lc := decode(gh, "policy.localcompliance", "0.4", "", t0)
-	if lc.Version != (bundle.Version{Incarnation: run1, Generation: 4}) {
-		t.Fatalf("localcompliance version %v", lc.Version)
+// TestGlobalHubCompleteComplianceRuns: localcompletecompliance names the
+// localcompliance it was computed on by value, in the agent's run
+// (agent/pkg/status/syncers/policies/policy_syncer.go: the complete
+// emitter's extdependencyversion is the compliance emitter's live version;
+// manager/pkg/status/conflator/element_complete.go: ExactMatch compares
+// the value). On one shared topic the two types are on different
+// partitions, so a complete compliance of a new run can be read before the
+// compliance of that run: it must wait for that run's compliance, never
+// meet the old run's compliance of the same value, nor be stale.
+func TestGlobalHubCompleteComplianceRuns(t *testing.T) {
+	t0 := ghTime
+	gh := transport.NewGlobalHub()
+	lc := func(version, id string, offset int64) bundle.Version {
+		return ghRead{typ: "policy.localcompliance", version: version, id: id, offset: offset, at: t0}.decode(t, gh).Version
 	}
-	cc := decode(gh, "policy.localcompletecompliance", "0.1", "1.4", t0.Add(time.Second))
-	if !cc.HasDependency || cc.Dependency != lc.Version {
-		t.Fatalf("complete compliance depends on %v, want %v", cc.Dependency, lc.Version)
+	cc := func(version, dep, id string, offset int64) *bundle.Bundle {
+		return ghRead{typ: "policy.localcompletecompliance", version: version, dep: dep, id: id, offset: offset, at: t0}.decode(t, gh)
 	}
-
-	// A complete compliance made before the compliance's next run started
-	// names the value in the run it was made in, even when read after the
-	// next run's first event (another partition, or a replay).
-	lc2 := decode(gh, "policy.localcompliance", "0.1", "", t0.Add(time.Hour))
-	if lc2.Version != (bundle.Version{Incarnation: uint64(t0.Add(time.Hour).UnixNano()), Generation: 1}) {
-		t.Fatalf("localcompliance of the next run: version %v", lc2.Version)
+	lc1 := lc("0.4", "lc-a", 1)
+	if c := cc("0.1", "1.4", "cc-a", 100); c.Dependency != lc1 {
+		t.Fatalf("complete compliance depends on %v, want the compliance %v", c.Dependency, lc1)
 	}
-	if late := decode(gh, "policy.localcompletecompliance", "1.2", "1.4", t0.Add(2*time.Second)); late.Dependency != lc.Version {
-		t.Fatalf("complete compliance made in the first run depends on %v, want %v", late.Dependency, lc.Version)
+	lc1b := lc("1.6", "lc-b", 2)
+	cc("1.2", "2.6", "cc-a2", 101)
+	// The agent restarts; its new complete compliance is read first.
+	ahead := cc("0.1", "1.4", "cc-b", 102)
+	if ahead.Dependency == lc1 || !ahead.Dependency.Newer(lc1b) {
+		t.Fatalf("a new run's complete compliance read first depends on %v: want a version of the compliance's next run, newer than %v", ahead.Dependency, lc1b)
 	}
-
-	// A bridge restarted past the run's first event learns the run from
-	// status.bundle_versions.
-	fresh := transport.NewGlobalHub()
-	fresh.Restore("hub1", dbsyncers.GHLocalCompliance, lc.Version)
-	fresh.Restore("hub1", "compliance", bundle.Version{Incarnation: 99}) // not a global-hub type: ignored
-	if got := decode(fresh, "policy.localcompliance", "3.9", "", t0.Add(time.Minute)).Version; got != (bundle.Version{Incarnation: run1, Generation: 9}) {
-		t.Fatalf("after Restore: version %v", got)
+	lc2 := lc("0.4", "lc-c", 3)
+	if ahead.Dependency != lc2 {
+		t.Fatalf("the new run's compliance is %v, the complete compliance waited for %v", lc2, ahead.Dependency)
 	}
-	if got := decode(fresh, "policy.localcompletecompliance", "2.1", "4.9", t0.Add(time.Minute)).Dependency; got != (bundle.Version{Incarnation: run1, Generation: 9}) {
-		t.Fatalf("after Restore: dependency %v", got)
-	}
-
-	// A replay from an older stored offset, into a bridge that restored a
-	// newer run: a complete compliance of an earlier run must not meet the
-	// newer run's compliance of the same value (it was computed on another
-	// placement). Before any earlier run is read it depends on nothing
-	// processed (incarnation 0: stale); once the earlier run's first event
-	// is read again, on that run.
-	replay := transport.NewGlobalHub()
-	replay.Restore("hub1", dbsyncers.GHLocalCompliance, lc2.Version)
-	if got := decode(replay, "policy.localcompletecompliance", "0.1", "0.4", t0.Add(time.Second)).Dependency; got != (bundle.Version{Generation: 4}) {
-		t.Fatalf("replayed complete compliance of an earlier run depends on %v, want incarnation 0", got)
-	}
-	if got := decode(replay, "policy.localcompliance", "0.4", "", t0).Version; got != lc.Version {
-		t.Fatalf("replayed first event of the earlier run: version %v, want %v", got, lc.Version)
-	}
-	if got := decode(replay, "policy.localcompletecompliance", "0.1", "0.4", t0.Add(time.Second)).Dependency; got != lc.Version {
-		t.Fatalf("replayed complete compliance depends on %v, want %v", got, lc.Version)
+	if c := cc("1.2", "2.5", "cc-c", 103); c.Dependency.Compare(lc2) <= 0 || c.Dependency.Incarnation != lc2.Incarnation {
+		t.Fatalf("a later complete compliance depends on %v, want value 5 of the run of %v", c.Dependency, lc2)
 	}
 }
 
@@ -361,7 +431,7 @@ func FuzzGlobalHubDecode(f *testing.F) {
 			}
 			return
 		}
-		if b.Hub == "" || b.Payload == nil || b.Size > rules.MaxBundleBytes {
+		if b.Hub == "" || b.Payload == nil || b.Size > transport.GlobalHubMaxBundleBytes(rules.MaxBundleBytes) {
 			t.Fatalf("bundle breaks the rules: %+v", b)
 		}
 		if h, ok := strings.CutPrefix(topic, transport.GlobalHubTopicPrefix); ok && strings.HasPrefix(b.Type, dbsyncers.GlobalHubTypePrefix) && h != b.Hub {

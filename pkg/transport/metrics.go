@@ -19,6 +19,7 @@ const (
 type metrics struct {
 	messages    *prometheus.CounterVec
 	rejected    *prometheus.CounterVec
+	skipped     *prometheus.CounterVec
 	assignments *prometheus.CounterVec
 	assigned    prometheus.Gauge
 	kafkaErrors *prometheus.CounterVec
@@ -40,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "stb_transport_rejected_total",
 			Help: "Messages rejected on read, by reason; each becomes a dead letter.",
 		}, []string{"reason"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stb_transport_skipped_total",
+			Help: "Valid messages of a type a sender is known to send that the bridge does not store, by type; not dead letters.",
+		}, []string{"type"}),
 		assignments: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_assignments_total",
 			Help: "Partitions assigned, by where reading started (stored, reset or group).",
@@ -81,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange} {
+	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.skipped, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

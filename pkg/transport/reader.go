@@ -262,7 +262,7 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		r.rejectsBy[reason] = m.rejected.WithLabelValues(string(reason))
 	}
 	if deps.GlobalHub != nil {
-		r.chunks = newChunkAssembler(cfg.MaxBundleBytes)
+		r.chunks = newChunkAssembler(GlobalHubMaxBundleBytes(cfg.MaxBundleBytes))
 	}
 	go func() {
 		defer close(r.logsDone)
@@ -472,6 +472,11 @@ func (r *Reader) decode(ctx context.Context, it polled) {
 		}
 	}
 	b, rej := r.decodeMessage(it.msg)
+	if rej != nil && rej.Skipped {
+		r.metrics.skipped.WithLabelValues(rej.Type).Inc()
+		it.p.Done(rej.Origin)
+		return
+	}
 	if rej != nil {
 		r.reject(it.p, rej, it.tc)
 		return

@@ -20,6 +20,10 @@ type Reject struct {
 	// Hub, Type and Version are filled as far as they were read: Type is
 	// the full CloudEvents type, Version the raw extversion text.
 	Hub, Type, Version string
+	// Skipped marks a valid message of a type the bridge knows but does
+	// not store (Reason is empty): it is counted and done, never a dead
+	// letter.
+	Skipped bool
 
 	tracker bundle.Tracker
 }
