@@ -126,8 +126,8 @@ func TestGlobalHubProfilesRegistry(t *testing.T) {
 		names = append(names, ti.Name)
 	}
 	want := []string{"heartbeat", "managedclusters", "clusterspolicies", "compliance", "compliancedelta", "policyevents",
-		GHHeartbeat, GHHubInfo, GHManagedCluster, GHManagedClusterEvent, GHLocalCompliance, GHLocalCompleteCompliance,
-		GHRootPolicyEvent, GHReplicatedPolicyEvent}
+		GHHeartbeat, GHHubInfo, GHManagedCluster, GHManagedClusterEvent, GHLocalSpec, GHLocalCompliance, GHLocalCompleteCompliance,
+		GHRootPolicyEvent, GHReplicatedPolicyEvent, GHAlertCounts, GHMigration}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Fatalf("types %v, want %v", names, want)
 	}
@@ -164,6 +164,19 @@ func TestGlobalHubHeartbeatAndInfo(t *testing.T) {
 	ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 2}, info("https://console-b"))
 	if ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 1}, info("https://console-a")) {
 		t.Fatal("an older hub info was applied")
+	}
+	// An info without clusterId (sent before the hub's ClusterVersion is
+	// seen: agent/pkg/status/syncers/managedhub/cluster_info_syncer.go) is
+	// ignored, as upstream's manager ignores it
+	// (manager/pkg/status/handlers/managedhub/hub_cluster_info_handler.go).
+	if !ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 3},
+		[]byte(`{"consoleURL": "https://console-c", "grafanaURL": "", "clusterId": "", "mchVersion": ""}`)) {
+		t.Fatal("an info without clusterId was refused by the fence")
+	}
+	ghApply(t, pool, "hub2", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 1}, []byte(`{"consoleURL": "https://console-c", "grafanaURL": ""}`))
+	var rows int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.hub_info WHERE hub = 'hub2'`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("hub2's info without clusterId stored %d rows, %v", rows, err)
 	}
 	var id, console, mch string
 	err := pool.QueryRow(t.Context(), `SELECT cluster_id, payload->>'consoleURL', payload->>'mchVersion' FROM status.hub_info WHERE hub = 'hub1'`).Scan(&id, &console, &mch)
@@ -219,12 +232,128 @@ func TestGlobalHubManagedCluster(t *testing.T) {
 			t.Fatalf("%s: clusters %v, want %v", s.name, got, s.want)
 		}
 	}
-	// A replayed event (same version) writes nothing: the fence.
+	// An older event writes nothing: the fence.
 	if ghApply(t, pool, "hub1", GHManagedCluster, v(1), steps[0].data) {
-		t.Fatal("a replayed create was applied again")
+		t.Fatal("an older create was applied again")
 	}
 	if got := readClusters(t, pool, "hub1"); len(got) != 2 {
-		t.Fatalf("replay changed the clusters: %v", got)
+		t.Fatalf("an older event changed the clusters: %v", got)
+	}
+	// A resync is several frames and a resync_metadata frame with one
+	// extversion (agent/pkg/status/emitters/object_emitter.go): every
+	// frame is applied, the second too.
+	frames := [][]byte{
+		ghGeneric(nil, nil, []json.RawMessage{ghClusterJSON("a", "id-a", "4")}, nil, nil),
+		ghGeneric(nil, nil, []json.RawMessage{ghClusterJSON("f", "id-f", "6")}, nil, nil),
+		ghGeneric(nil, nil, nil, nil, []map[string]string{ref("id-a", "a"), ref("id-f", "f")}),
+	}
+	for i, f := range frames {
+		if !ghApply(t, pool, "hub1", GHManagedCluster, v(20), f) {
+			t.Fatalf("resync frame %d of one version not applied", i+1)
+		}
+	}
+	got := map[string]string{}
+	for name, r := range readClusters(t, pool, "hub1") {
+		got[name] = r.ID + "/" + r.Rev
+	}
+	if want := map[string]string{"a": "id-a/4", "f": "id-f/6"}; !maps.Equal(got, want) {
+		t.Fatalf("after a resync of three frames: clusters %v, want %v", got, want)
+	}
+}
+
+// TestGlobalHubLocalSpec: policy.localspec is a generic bundle of Policy
+// objects (upstream: manager/pkg/status/handlers/policy/
+// local_policy_spec_handler.go): upserts by uid, deletes by uid or
+// namespace and name, and a non-empty resync_metadata deletes every policy
+// of the hub it does not list by id.
+func TestGlobalHubLocalSpec(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	policy := func(name, uid, rev string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"apiVersion":"policy.open-cluster-management.io/v1","kind":"Policy",
+			"metadata":{"name":%q,"namespace":"default","uid":%q,"generation":%s},"spec":{"disabled":false,"remediationAction":"inform"},"status":{}}`, name, uid, rev))
+	}
+	read := func() map[string]string {
+		rows, err := pool.Query(t.Context(), `SELECT name, policy_id, payload->'metadata'->>'generation' FROM status.local_policies WHERE hub = 'hub1'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]string{}
+		for rows.Next() {
+			var name, id, gen string
+			if err := rows.Scan(&name, &id, &gen); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = id + "/" + gen
+		}
+		return out
+	}
+	v := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 1<<32 | g, Generation: g} }
+	steps := []struct {
+		name string
+		data []byte
+		want map[string]string
+	}{
+		{"resync frame", ghGeneric(nil, nil, []json.RawMessage{policy("p1", "u1", "1"), policy("p2", "u2", "1")}, nil, nil),
+			map[string]string{"p1": "u1/1", "p2": "u2/1"}},
+		{"update", ghGeneric(nil, []json.RawMessage{policy("p1", "u1", "2")}, nil, nil, nil),
+			map[string]string{"p1": "u1/2", "p2": "u2/1"}},
+		{"delete by namespace and name", ghGeneric(nil, nil, nil, []map[string]string{{"ns": "default", "name": "p2"}}, nil),
+			map[string]string{"p1": "u1/2"}},
+		{"resync_metadata deletes what it leaves out", ghGeneric(nil, nil, []json.RawMessage{policy("p3", "u3", "1")}, nil,
+			[]map[string]string{{"id": "u3", "ns": "default", "name": "p3"}}),
+			map[string]string{"p3": "u3/1"}},
+		{"delete by uid", ghGeneric(nil, nil, nil, []map[string]string{{"id": "u3", "ns": "default", "name": "p3"}}, nil),
+			map[string]string{}},
+	}
+	for i, s := range steps {
+		if !ghApply(t, pool, "hub1", GHLocalSpec, v(uint64(i+1)), s.data) {
+			t.Fatalf("%s: not applied", s.name)
+		}
+		if got := read(); !maps.Equal(got, s.want) {
+			t.Fatalf("%s: policies %v, want %v", s.name, got, s.want)
+		}
+	}
+	if _, err := GlobalHubLocalSpec().Decode([]byte(`{"update":[{"metadata":{"name":"p","namespace":"default"}}]}`)); err == nil {
+		t.Fatal("a policy without metadata.uid was taken")
+	}
+}
+
+// TestGlobalHubAlertCountsAndMigrations: security.alertcounts is the
+// latest counts per ACS Central (manager/pkg/status/handlers/security/
+// security_alert_counts_handler.go: upsert on hub and source), and a
+// managedclustermigration report is kept per migration and stage, a
+// resync report clearing the hub's (handlers/clustermigartion).
+func TestGlobalHubAlertCountsAndMigrations(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	v := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 1<<32 | g, Generation: g} }
+	ghApply(t, pool, "hub1", GHAlertCounts, v(1), []byte(`{"low":2,"high":1,"detail_url":"https://c/main/violations","source":"stackrox/central"}`))
+	ghApply(t, pool, "hub1", GHAlertCounts, v(2), []byte(`{"critical":3,"detail_url":"https://c/main/violations","source":"stackrox/central"}`))
+	var low, high, critical int
+	if err := pool.QueryRow(t.Context(), `SELECT low, high, critical FROM status.security_alert_counts WHERE hub = 'hub1' AND source = 'stackrox/central'`).
+		Scan(&low, &high, &critical); err != nil || low != 0 || high != 0 || critical != 3 {
+		t.Fatalf("alert counts %d %d %d, %v; want 0 0 3 (a count left out is 0)", low, high, critical, err)
+	}
+	if _, err := GlobalHubAlertCounts().Decode([]byte(`[]`)); err == nil {
+		t.Fatal("alert counts that are not an object were taken")
+	}
+
+	mig := func(g uint64, data string) { ghApply(t, pool, "hub1", GHMigration, v(g), []byte(data)) }
+	mig(1, `{"managedClusters":["c1"],"migrationId":"m1","stage":"Validating"}`)
+	mig(2, `{"migrationId":"m1","stage":"Deploying","errMessage":"timeout"}`)
+	var n int
+	var msg string
+	if err := pool.QueryRow(t.Context(), `SELECT count(*), max(error_message) FROM status.cluster_migrations WHERE hub = 'hub1'`).Scan(&n, &msg); err != nil || n != 2 || msg != "timeout" {
+		t.Fatalf("migrations %d %q, %v", n, msg, err)
+	}
+	mig(3, `{"resync":true}`)
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.cluster_migrations WHERE hub = 'hub1'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after a resync report: %d migrations, %v", n, err)
+	}
+	if _, err := GlobalHubMigration().Decode([]byte(`{"managedClusters":["c1"]}`)); err == nil {
+		t.Fatal("a migration report without id and stage was taken")
 	}
 }
 
