@@ -17,7 +17,8 @@ type GlobalHubEvent struct {
 	Hub string
 	// Type is the type after GlobalHubTypePrefix, as "managedcluster".
 	Type string
-	// ID identifies the event; "" generates a random UUID.
+	// ID identifies the event; "" generates a random UUID, as the
+	// agent's CloudEvents client does for every send (WithUUIDs).
 	ID string
 	// Version is the agent's extversion, "<generation>.<value>";
 	// Dependency, when not "", its extdependencyversion.
@@ -25,22 +26,31 @@ type GlobalHubEvent struct {
 	// SendMode, when not "", is the sendmode extension ("batch" or
 	// "single") the agent sets on event types.
 	SendMode string
+	// Extensions are other string extensions, set as they are:
+	// managedclustermigration's migrationid, migrationstage and
+	// clustername.
+	Extensions map[string]string
+	// ChunkSize and ChunkEnd, when ChunkSize is positive, mark Data as one
+	// chunk of the event's data: extsize, the whole data's length, and
+	// extoffset, where this chunk ends in it.
+	ChunkSize, ChunkEnd int
 	// Time is when the agent sent the event; zero means now.
 	Time time.Time
 	// Data is the JSON data, sent as is.
 	Data []byte
-	// Extensions are other extensions the agent sets on some types
-	// (managedclustermigration's migrationid, migrationstage,
-	// clustername), sent as strings.
-	Extensions map[string]string
 }
 
 // EncodeGlobalHub turns e into a Kafka message as the agent's producer
 // makes it: a CloudEvents 1.0 event in binary mode whose Kafka key is the
-// full event type (not the hub).
+// full event type (not the hub), so that on a topic of several partitions
+// a hub's types spread over them while each type stays in one
+// (pkg/transport/producer/generic_producer.go: WithMessageKey(evt.Type())).
 func EncodeGlobalHub(e GlobalHubEvent) (*kafka.Message, error) {
 	if e.Topic == "" || e.Hub == "" || e.Type == "" || e.Version == "" {
 		return nil, fmt.Errorf("%w: a global-hub event needs a topic, hub, type and version", ErrInvalidEnvelope)
+	}
+	if e.ChunkSize < 0 || e.ChunkEnd < 0 || (e.ChunkSize > 0 && (e.ChunkEnd > e.ChunkSize || e.ChunkEnd < len(e.Data))) {
+		return nil, fmt.Errorf("%w: chunk of %d bytes ending at %d of %d", ErrInvalidEnvelope, len(e.Data), e.ChunkEnd, e.ChunkSize)
 	}
 	if e.ID == "" {
 		e.ID = uuid.NewString()
@@ -60,23 +70,30 @@ func EncodeGlobalHub(e GlobalHubEvent) (*kafka.Message, error) {
 	if e.SendMode != "" {
 		ev.SetExtension(ExtSendMode, e.SendMode)
 	}
-	for name, v := range e.Extensions {
-		ev.SetExtension(name, v)
+	for k, v := range e.Extensions {
+		ev.SetExtension(k, v)
+	}
+	if e.ChunkSize > 0 {
+		// Integers, written as decimal strings (types.Format), as the
+		// producer sets them.
+		ev.SetExtension(ExtChunkSize, e.ChunkSize)
+		ev.SetExtension(ExtChunkOffset, e.ChunkEnd)
 	}
 	return binaryMessage(&ev, e.Topic, []byte(GlobalHubTypePrefix+e.Type), e.Data)
 }
 
 // ChunkGlobalHub cuts e's data into chunks of at most limit bytes as the
-// agent's producer does: each chunk is the same event (same id and
-// attributes) with extsize, the whole data's length, and extoffset, where
-// the chunk ends in the data. Data of at most limit bytes is one message
-// without them.
+// agent's producer does (generic_producer.go, splitPayloadIntoChunks): the
+// chunks are sent one after the other, each with extsize, the whole data's
+// length, and extoffset, where the chunk ends in the data. Every send of
+// the agent's CloudEvents client gets a new id and the time of the send,
+// so with e.ID "" each chunk has an id of its own, and with e.Time zero a
+// time of its own; a given ID or time is set on every chunk (as an older
+// producer, @02cc2d4, set the id). Data of at most limit bytes is one
+// message without extsize and extoffset.
 func ChunkGlobalHub(e GlobalHubEvent, limit int) ([]*kafka.Message, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: chunk limit %d", ErrInvalidEnvelope, limit)
-	}
-	if e.ID == "" {
-		e.ID = uuid.NewString()
 	}
 	if len(e.Data) <= limit {
 		m, err := EncodeGlobalHub(e)
@@ -88,14 +105,11 @@ func ChunkGlobalHub(e GlobalHubEvent, limit int) ([]*kafka.Message, error) {
 		start := end
 		end = min(start+limit, len(data))
 		part := e
-		part.Data = data[start:end]
+		part.Data, part.ChunkSize, part.ChunkEnd = data[start:end], len(data), end
 		m, err := EncodeGlobalHub(part)
 		if err != nil {
 			return nil, err
 		}
-		m.Headers = append(m.Headers,
-			kafka.Header{Key: headerSize, Value: fmt.Appendf(nil, "%d", len(data))},
-			kafka.Header{Key: headerOffset, Value: fmt.Appendf(nil, "%d", end)})
 		out = append(out, m)
 	}
 	return out, nil
