@@ -239,6 +239,18 @@ func (l *lazyPublisher) Publish(ctx context.Context, m sim.Message) error {
 	return l.p.Publish(ctx, m)
 }
 
+// PublishGH sends a global-hub agent's message with all it carries.
+func (l *lazyPublisher) PublishGH(ctx context.Context, m sim.GHMessage) error {
+	if l.p == nil && l.err == nil {
+		pub, err := newKafkaPublisher(l.s, l.logger)
+		l.p, l.err = pub, err
+	}
+	if l.err != nil {
+		return l.err
+	}
+	return l.p.PublishGH(ctx, m)
+}
+
 func (l *lazyPublisher) Flush(ctx context.Context) error {
 	if l.p == nil {
 		return l.err

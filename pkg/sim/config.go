@@ -55,7 +55,9 @@ type Config struct {
 	Generations int
 	// Topic the messages go to; "" means DefaultTopic, but for
 	// AgentGlobalHub, whose hubs each send to a topic of their own,
-	// GlobalHubTopicPrefix and the hub's name.
+	// GlobalHubTopicPrefix and the hub's name. A global-hub agent keys its
+	// messages by event type, so on a shared topic (GlobalHubSharedTopic)
+	// of several partitions a hub's types spread over them.
 	Topic string
 	// Seed makes the run reproducible: the same Config gives the same
 	// messages (but for their times) and the same Expected.
@@ -114,10 +116,14 @@ type Config struct {
 	// LoseProbability is the chance that a compliance report on which a
 	// delta follows is lost: never published (compacted away, lost in
 	// transit) while the agent goes on as if it had been, so that its
-	// deltas name a base the bridge never reads. 0 loses none; only the
-	// stb and hoh agents lose reports. The bridge asks for a resync
-	// (--resync-topic) and RunWithResync answers.
+	// deltas name a base the bridge never reads. The bridge asks for a
+	// resync (--resync-topic) and RunWithResync answers. For the
+	// global-hub agent it is the chance that a managedcluster or
+	// policy.localspec frame of updates and deletes is lost: only the
+	// agent's next periodic resync repairs what it said. 0 loses none.
 	LoseProbability float64
+	// GlobalHub configures what only the global-hub agent does.
+	GlobalHub GlobalHubConfig
 }
 
 // The agent kinds of Config.Agent.
@@ -137,6 +143,9 @@ func (c *Config) Validate() error {
 	case "", AgentSTB, AgentHoH, AgentGlobalHub:
 	default:
 		errs = append(errs, fmt.Errorf("agent must be %s, %s or %s, got %q", AgentSTB, AgentHoH, AgentGlobalHub, c.Agent))
+	}
+	if err := c.GlobalHub.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("global-hub agent: %w", err))
 	}
 	if c.Hubs < 1 {
 		errs = append(errs, fmt.Errorf("hubs must be at least 1, got %d", c.Hubs))
@@ -189,6 +198,7 @@ func (c Config) withDefaults() Config {
 	c.Policies = count(c.Policies, DefaultPolicies)
 	c.ComplianceEvery = count(c.ComplianceEvery, DefaultComplianceEvery)
 	c.EventsPerRound = count(c.EventsPerRound, DefaultEventsPerRound)
+	c.GlobalHub = c.GlobalHub.withDefaults()
 	return c
 }
 
@@ -215,9 +225,13 @@ func count(n, def int) int {
 // (by itself, by an agent restart, or because a placed cluster went or a
 // new one was placed); then, while some policy is placed on some cluster,
 // a compliance report or a delta and a policyevents bundle; without any
-// placed pair, only the reports that are due.
+// placed pair, only the reports that are due. The global-hub agent's
+// estimate is ghMessagesPerRound's.
 func (c Config) MessagesPerRound() float64 {
 	c = c.withDefaults()
+	if c.Agent == AgentGlobalHub {
+		return c.ghMessagesPerRound()
+	}
 	n := 2.0
 	if c.Policies == 0 {
 		return n

@@ -37,4 +37,13 @@
 //
 // A bundle type is simulated by a source (see source.go); the policy types
 // share one model of the hub's policies (policy.go, policysources.go).
+//
+// Config.Agent AgentGlobalHub simulates instead what the agent of
+// stolostron/multicluster-global-hub publishes, rule by rule from its code
+// (globalhub.go and the globalhub_*.go files): its event types, versions
+// and generic bundles, resync frames, chunks, send modes, and topics keyed
+// by event type, with restarts, skewed clocks, lost frames and copies.
+// Such a run publishes GHMessages, through a GHPublisher (KafkaPublisher
+// is one), and its Expected holds the tables of those types; the versions
+// of its types are the bridge's to map and are not in it.
 package sim

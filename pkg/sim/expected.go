@@ -31,6 +31,9 @@ type Expected struct {
 	// answer to resync requests.
 	Lost    int `json:"lost,omitempty"`
 	Resyncs int `json:"resyncs,omitempty"`
+	// GlobalHub counts what the global-hub agents did, nil for the other
+	// agent kinds.
+	GlobalHub *GHStats `json:"globalHub,omitempty"`
 	// Hubs maps every hub's name to its final state.
 	Hubs map[string]*HubState `json:"hubs"`
 }
@@ -64,21 +67,38 @@ type HubState struct {
 	// events the hub sent about them, sorted: event.policy_events must
 	// hold exactly these, each once.
 	Events map[string]map[string][]string
+	// The global-hub agent's only (Config.Agent globalhub); empty for the
+	// other agent kinds.
+	//
 	// LocalPolicyEvents maps policy ids and cluster names to the names of
-	// the event.localreplicatedpolicy events a global-hub agent sent,
-	// sorted: event.local_policy_events must hold exactly these (kind
-	// replicated). Empty for the other agent kinds.
-	LocalPolicyEvents map[string]map[string][]string
-	// IncarnationsUpTo bounds, for the global-hub agent's types, the
-	// incarnation status.bundle_versions may hold: from the run's start
-	// (the incarnation in Versions) up to the time of the last event sent
-	// of the type. A bridge that never read a run's first event (it was
-	// conflated away before a restart) starts the run at the first event
-	// of it that it read. Nil for the other agent kinds.
-	IncarnationsUpTo map[string]uint64
-	// HubClusterID is the clusterId a global-hub agent's managedhub.info
-	// gave: status.hub_info must hold it. "" when none was sent.
+	// the event.localreplicatedpolicy events the agent sent, sorted:
+	// event.local_policy_events must hold exactly these (kind
+	// replicated), each once. LocalRootPolicyEvents is the same for
+	// event.localrootpolicy (kind root), whose events name no cluster
+	// (""). ManagedClusterEvents maps cluster ids and names to the names of
+	// the event.managedcluster events: event.managed_cluster_events must
+	// hold exactly these.
+	LocalPolicyEvents     map[string]map[string][]string
+	LocalRootPolicyEvents map[string]map[string][]string
+	ManagedClusterEvents  map[string]map[string][]string
+	// LocalPolicies maps policy ids (metadata.uid) to the hub's policies as
+	// policy.localspec last gave them: status.local_policies must hold
+	// exactly these.
+	LocalPolicies map[string]LocalPolicy
+	// AlertCounts maps ACS Centrals ("<namespace>/<name>") to the counts
+	// the last security.alertcounts of each gave:
+	// status.security_alert_counts must hold exactly these.
+	AlertCounts map[string]AlertCounts
+	// Migrations maps migration ids and stages to the last report of each
+	// since the hub's last report with resync set:
+	// status.cluster_migrations must hold exactly these.
+	Migrations map[string]map[string]Migration
+	// HubClusterID and HubInfo are the clusterId and the data of the last
+	// managedhub.info with a clusterId: status.hub_info must hold them,
+	// or no row when HubClusterID is "" (the bridge ignores an info
+	// without one, as the global hub's manager does).
 	HubClusterID string
+	HubInfo      json.RawMessage
 	// Restarts is the number of times the hub's agent restarted.
 	Restarts int
 }
@@ -105,6 +125,30 @@ func (h *HubState) PolicyEvents() int {
 	return n
 }
 
+// LocalPolicy is a policy of status.local_policies: its namespace, name and
+// the whole object as the agent sent it (status cleared).
+type LocalPolicy struct {
+	Namespace string          `json:"namespace"`
+	Name      string          `json:"name"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// AlertCounts is a row of status.security_alert_counts.
+type AlertCounts struct {
+	Low       int    `json:"low"`
+	Medium    int    `json:"medium"`
+	High      int    `json:"high"`
+	Critical  int    `json:"critical"`
+	DetailURL string `json:"detailUrl"`
+}
+
+// Migration is a row of status.cluster_migrations: the report's error
+// message and its whole data.
+type Migration struct {
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+	Payload      json.RawMessage `json:"payload"`
+}
+
 // Cluster is a managed cluster as the database must hold it: its id and
 // the labels of its payload.
 type Cluster struct {
@@ -124,10 +168,15 @@ type hubStateJSON struct {
 	Compliance      map[string]map[string]ComplianceState `json:"compliance"`
 	Events          map[string]map[string][]string        `json:"events"`
 	// The global-hub agent's only (Config.Agent globalhub).
-	LocalPolicyEvents map[string]map[string][]string `json:"localPolicyEvents,omitempty"`
-	IncarnationsUpTo  map[string]uint64              `json:"incarnationsUpTo,omitempty"`
-	HubClusterID      string                         `json:"hubClusterId,omitempty"`
-	Restarts          int                            `json:"restarts"`
+	LocalPolicyEvents     map[string]map[string][]string  `json:"localPolicyEvents,omitempty"`
+	LocalRootPolicyEvents map[string]map[string][]string  `json:"localRootPolicyEvents,omitempty"`
+	ManagedClusterEvents  map[string]map[string][]string  `json:"managedClusterEvents,omitempty"`
+	LocalPolicies         map[string]LocalPolicy          `json:"localPolicies,omitempty"`
+	AlertCounts           map[string]AlertCounts          `json:"alertCounts,omitempty"`
+	Migrations            map[string]map[string]Migration `json:"migrations,omitempty"`
+	HubClusterID          string                          `json:"hubClusterId,omitempty"`
+	HubInfo               json.RawMessage                 `json:"hubInfo,omitempty"`
+	Restarts              int                             `json:"restarts"`
 }
 
 // MarshalJSON writes versions in their wire form.
@@ -140,9 +189,14 @@ func (h HubState) MarshalJSON() ([]byte, error) {
 		Events:          h.Events,
 		Restarts:        h.Restarts,
 
-		LocalPolicyEvents: h.LocalPolicyEvents,
-		IncarnationsUpTo:  h.IncarnationsUpTo,
-		HubClusterID:      h.HubClusterID,
+		LocalPolicyEvents:     h.LocalPolicyEvents,
+		LocalRootPolicyEvents: h.LocalRootPolicyEvents,
+		ManagedClusterEvents:  h.ManagedClusterEvents,
+		LocalPolicies:         h.LocalPolicies,
+		AlertCounts:           h.AlertCounts,
+		Migrations:            h.Migrations,
+		HubClusterID:          h.HubClusterID,
+		HubInfo:               h.HubInfo,
 	}
 	if len(h.VersionsAtMost) > 0 {
 		out.VersionsAtMost = versionStrings(h.VersionsAtMost)
@@ -199,7 +253,7 @@ func (h *HubState) UnmarshalJSON(data []byte) error {
 	if events == nil {
 		events = map[string]map[string][]string{}
 	}
-	for _, byPolicy := range []map[string]map[string][]string{events, in.LocalPolicyEvents} {
+	for _, byPolicy := range []map[string]map[string][]string{events, in.LocalPolicyEvents, in.LocalRootPolicyEvents, in.ManagedClusterEvents} {
 		for _, clusters := range byPolicy {
 			for c, names := range clusters {
 				slices.Sort(names) // as documented, whatever an editor did to the file
@@ -210,7 +264,9 @@ func (h *HubState) UnmarshalJSON(data []byte) error {
 	*h = HubState{
 		Versions: versions, VersionsAtMost: atMost, Heartbeat: in.Heartbeat, ManagedClusters: clusters,
 		Compliance: compliance, Events: events, Restarts: in.Restarts,
-		LocalPolicyEvents: in.LocalPolicyEvents, HubClusterID: in.HubClusterID, IncarnationsUpTo: in.IncarnationsUpTo,
+		LocalPolicyEvents: in.LocalPolicyEvents, LocalRootPolicyEvents: in.LocalRootPolicyEvents,
+		ManagedClusterEvents: in.ManagedClusterEvents, LocalPolicies: in.LocalPolicies, AlertCounts: in.AlertCounts,
+		Migrations: in.Migrations, HubClusterID: in.HubClusterID, HubInfo: in.HubInfo,
 	}
 	return nil
 }

@@ -1,9 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
-	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -11,32 +8,48 @@ import (
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
-// The global-hub agent (Config.Agent AgentGlobalHub) simulates what the
-// multicluster global-hub agent (stolostron/multicluster-global-hub) sends,
-// shaped as that agent shapes it, leaving out what it leaves out:
+// The global-hub agent (Config.Agent AgentGlobalHub) publishes what the
+// agent of stolostron/multicluster-global-hub publishes, shaped from its
+// code: each rule below names the upstream file it comes from. A round is
+// one tick of the agent's periodic syncer
+// (agent/pkg/status/generic/periodic_syncer.go @8d06dae9: every emitter's
+// Send, every sync interval), in which the hub's model moves first (its
+// clusters, policies, events, ACS counts and migrations) and the agent
+// then sends, type by type:
 //
-//   - managedhub.heartbeat every round, data [];
-//   - managedhub.info in the first round of a run: consoleURL, grafanaURL,
-//     clusterId;
-//   - managedcluster, a generic bundle: in the first round of a run a
-//     resync of every cluster with resync_metadata naming them all, then
-//     only what changed (create, update, delete; empty members left out);
-//   - policy.localcompliance, every policy with its compliant,
-//     nonCompliant, unknown and pending clusters (an empty list as null),
-//     when the placement changed;
-//   - policy.localcompletecompliance in the other rounds when compliance
-//     changed or is due, naming the localcompliance it was computed on, and
-//     leaving out every cluster that complies and every policy whose
-//     clusters all do;
-//   - event.localreplicatedpolicy, the policy events of the round.
+//   - managedhub.heartbeat, data [], every tick (heartbeat_syncer.go
+//     @c2bcd3af); managedhub.info when it changed (cluster_info_syncer.go
+//     @915c1bd8), sometimes first without a clusterId;
+//   - managedcluster and policy.localspec, generic bundles of objects
+//     (ghObjectEmitter): resync frames and one resync_metadata frame when
+//     the agent starts and every GlobalHubConfig.ResyncEvery rounds, and
+//     at every tick the updates and deletes seen since;
+//   - policy.localcompliance and policy.localcompletecompliance, the
+//     generic emitters of the policy syncer, when they changed;
+//   - event.managedcluster, event.localrootpolicy,
+//     event.localreplicatedpolicy and event.clustergroupupgrade
+//     (ghEventEmitter), in batches or one by one (GlobalHubConfig.SendMode);
+//   - security.alertcounts, every ghAlertEvery ticks, for hubs with an
+//     ACS Central; managedclustermigration, a report per migration stage.
 //
-// Each type counts its own versions, "<generation>.<value>": generation
-// counts the events sent, value the changes; both start again at 0 when
-// the agent restarts. Each event carries the time it was made, and each
-// hub sends to its own topic (GlobalHubTopicPrefix + hub) unless
-// Config.Topic names a shared one. Now and then an event sent a round or
-// two before is sent again, as a producer retry or a replayed partition
-// does: the bridge must not let it take anything back.
+// Versions are the agent's (pkg/bundle/version/version.go @8916332):
+// "<generation>.<value>" per type, both 0 when the agent starts; see
+// ghVersion for who moves which. The producer
+// (pkg/transport/producer/generic_producer.go, id 61874921510) keys each
+// message by its event type, cuts data above GlobalHubConfig.ChunkBytes
+// into chunks, and gives every message it sends a new random id and the
+// time of the agent's node.
+//
+// The simulator adds what goes wrong around a real agent: restarts (a new
+// run: every version from 0 again, every object type resynced, the last
+// events sent again), a node clock behind the one of the run before
+// (GlobalHubConfig.ClockSkew), generic frames of changes lost on the way
+// (Config.LoseProbability; only the next periodic resync repairs them),
+// exact copies of a message sent again right after it (a producer retry),
+// and late copies of messages of the last rounds and of the run before's
+// first (generation-0) messages (a replayed partition). Copies are of whole
+// events, all their chunks, and never of managedclustermigration, whose
+// versions start again with every migration.
 
 // Bundle types of the global-hub agent, as the bridge's global-hub profile
 // names them (its type after the CloudEvents prefix, behind GHTypePrefix).
@@ -45,427 +58,448 @@ const (
 	TypeGHHeartbeat          = GHTypePrefix + "managedhub.heartbeat"
 	TypeGHHubInfo            = GHTypePrefix + "managedhub.info"
 	TypeGHManagedCluster     = GHTypePrefix + "managedcluster"
+	TypeGHLocalSpec          = GHTypePrefix + "policy.localspec"
 	TypeGHLocalCompliance    = GHTypePrefix + "policy.localcompliance"
 	TypeGHCompleteCompliance = GHTypePrefix + "policy.localcompletecompliance"
+	TypeGHClusterEvent       = GHTypePrefix + "event.managedcluster"
+	TypeGHRootPolicyEvent    = GHTypePrefix + "event.localrootpolicy"
 	TypeGHReplicatedEvent    = GHTypePrefix + "event.localreplicatedpolicy"
+	TypeGHCGUEvent           = GHTypePrefix + "event.clustergroupupgrade"
+	TypeGHAlertCounts        = GHTypePrefix + "security.alertcounts"
+	TypeGHMigration          = GHTypePrefix + "managedclustermigration"
 
 	// GlobalHubTopicPrefix starts the topic of each hub of the global-hub
-	// agent ("gh-status.<hub>").
+	// agent ("gh-status.<hub>"); GlobalHubSharedTopic is the one topic all
+	// hubs share when Kafka is brought by the user
+	// (operator/pkg/config/transport_config.go, id 61662099305).
 	GlobalHubTopicPrefix = "gh-status."
+	GlobalHubSharedTopic = "gh-status"
 	// ClusterIDClaim is the cluster claim the agent identifies a managed
 	// cluster by.
 	ClusterIDClaim = "id.k8s.io"
-
-	// ghLateCopyProbability is the chance per hub and round that an event
-	// of the last rounds is sent again.
-	ghLateCopyProbability = 0.1
-	// ghRecent is the number of recent events a late copy is drawn from.
-	ghRecent = 8
 )
 
-// ghEventEpoch is the creation time of a hub's first policy event; each
-// later one is a second after the one before, so that a seed sends the
-// same data every time.
+// Chances and periods of what goes wrong and what happens now and then.
+const (
+	// ghLateCopyProbability is the chance per hub and round that a whole
+	// event of the run's last ghRecentRounds rounds is sent again;
+	// ghEarlierRunCopyProbability that one of the run before's first
+	// events is.
+	ghLateCopyProbability       = 0.15
+	ghEarlierRunCopyProbability = 0.3
+	ghRecentRounds              = 2
+	// ghDuplicateProbability is the chance that a message is sent twice
+	// in a row.
+	ghDuplicateProbability = 0.03
+	// ghAlertEvery is the number of ticks between two polls of an ACS
+	// Central (upstream 30 min, StackRoxDefaultPollInterval).
+	ghAlertEvery = 4
+)
+
+// ghEventEpoch is the creation time of a hub's first event; each later one
+// is a second after the one before, so that a seed sends the same data
+// every time.
 var ghEventEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ghAgent is the version side of one hub's global-hub agent.
+// ghVersion is an emitter's version as the agent keeps it
+// (pkg/bundle/version/version.go @8916332): incr (Incr) moves the value
+// when what the emitter holds changed, next (Next) the generation after a
+// send or, for the object and event emitters, at every tick; neither
+// resets the other.
+type ghVersion struct{ generation, value uint64 }
+
+func (v *ghVersion) incr() { v.value++ }
+func (v *ghVersion) next() { v.generation++ }
+
+// newerThan is Version.NewerThan: generation first, then value.
+func (v ghVersion) newerThan(o ghVersion) bool {
+	return v.generation > o.generation || (v.generation == o.generation && v.value > o.value)
+}
+
+// wire is the version as Message carries it: bundle.Version's
+// "<incarnation>.<generation>" is the agent's "<generation>.<value>".
+func (v ghVersion) wire() bundle.Version {
+	return bundle.Version{Incarnation: v.generation, Generation: v.value}
+}
+
+// ghGeneric is the version side of the agent's generic emitter
+// (agent/pkg/status/generic/generic_emitter.go @fe3c6c8c): it sends when
+// its version is newer than the last sent (ShouldSend), and a send moves
+// to the next generation (PostSend).
+type ghGeneric struct{ current, lastSent ghVersion }
+
+func (g *ghGeneric) shouldSend() bool { return g.current.newerThan(g.lastSent) }
+
+func (g *ghGeneric) sent() {
+	g.current.next()
+	g.lastSent = g.current
+}
+
+// ghEvent is one CloudEvent the agent hands its producer.
+type ghEvent struct {
+	typ      string
+	version  ghVersion
+	dep      *ghVersion
+	sendMode string
+	ext      map[string]string
+	data     []byte
+}
+
+// ghSent is an event the agent sent, as the messages it became, for
+// copies.
+type ghSent struct {
+	round int
+	msgs  []GHMessage
+}
+
+// ghAgent is one hub's global-hub agent: the model of its hub, its
+// current run, and what the database must hold of what it sent.
 type ghAgent struct {
-	topic string // "" for a topic per hub
-	types map[string]*ghCounter
-	// last holds the agent's version of the last event sent per type, for
-	// extdependencyversion.
-	last map[string]bundle.Version
-	// recent are the last events sent that a late copy may repeat: stream
-	// and complete types whose copies the version fence must stop.
-	recent []Message
-	// made holds the time of the last event sent per type, over runs.
-	made map[string]time.Time
+	hub, topic string
+	index      int
+	cfg        GlobalHubConfig
+	loseP      float64
+	// wire draws what happens to the messages (ids, clocks, losses,
+	// copies) apart from the model's draws.
+	wire *rand.Rand
+
+	clusters *managedClusters
+	policies *policyModel // nil without policies
+	spec     *ghSpecs     // the policies' objects; nil without policies
+	info     ghInfoModel
+	alerts   *ghAlertModel // nil for a hub without ACS
+	mig      ghMigrations
+	events   ghEventModel
+
+	run  *ghRun
+	runs int
+	// skew is the current run's node clock against the real one.
+	skew time.Duration
+	// recent are the events of the current run that late copies repeat;
+	// earlier the run before's generation-0 ones.
+	recent, earlier []ghSent
+	// lastEvents are the events made in the last round, per type, which a
+	// restarted agent sends again.
+	lastEvents map[string][][]byte
+
+	stats GHStats
+	out   []GHMessage
 }
 
-// ghCounter is the agent's version of one type in the current run.
-type ghCounter struct {
-	generation, value uint64
-	// start is the time of the run's first event of the type: the bridge
-	// takes it as the run's incarnation.
-	start time.Time
+// ghRun is what one run of the agent holds: every emitter starts empty at
+// version 0.0.
+type ghRun struct {
+	start int // its first round
+	round int // the current round
+
+	heartbeat           ghVersion
+	info                ghGeneric
+	noClusterID         bool // the ClusterVersion was not read yet
+	clusters            *ghObjectEmitter
+	clusterView         map[string]ghClusterSeen
+	policies            *ghObjectEmitter
+	policyView          map[string]int // policy id → metadata.generation reported
+	policyNames         map[string]string
+	compliance          ghGeneric
+	complianceView      map[string]string
+	complete            ghGeneric
+	completeView        map[string]string
+	events              map[string]*ghEventEmitter
+	alerts, migration   ghVersion
+	dirty               map[string]bool // object types with a lost frame since their last resync
+	firsts              []ghSent        // generation-0 events sent
+	started, resyncable bool
 }
 
-func newGHAgent(cfg Config) *ghAgent {
-	return &ghAgent{topic: cfg.Topic, types: map[string]*ghCounter{}, last: map[string]bundle.Version{}, made: map[string]time.Time{}}
-}
+// ghEventTypes are the event types in the order the agent sends them.
+var ghEventTypes = []string{TypeGHClusterEvent, TypeGHRootPolicyEvent, TypeGHReplicatedEvent, TypeGHCGUEvent}
 
-// restart starts a new run: every type counts from 0 again.
-func (a *ghAgent) restart() {
-	clear(a.types)
-	clear(a.last)
-}
-
-// stamp turns d into the event the agent sends and records, in h, the
-// version the bridge gives it: the run's start as incarnation, and the
-// generation (the value for localcompliance, which the bridge orders by
-// value, as localcompletecompliance names it by value).
-func (a *ghAgent) stamp(h *hub, d draft) Message {
-	c := a.types[d.typ]
-	if c == nil {
-		c = &ghCounter{}
-		a.types[d.typ] = c
-	}
-	now := time.Now()
-	if c.generation == 0 {
-		c.start = now
-	}
-	c.value++
-	agent := bundle.Version{Incarnation: c.generation, Generation: c.value} // "<generation>.<value>"
-	topic := a.topic
+func newGHAgent(rng *rand.Rand, cfg Config, i int, clusters *managedClusters) *ghAgent {
+	name := cfg.hubName(i)
+	topic := cfg.Topic
 	if topic == "" {
-		topic = GlobalHubTopicPrefix + h.name
+		topic = GlobalHubTopicPrefix + name
 	}
-	m := Message{
-		Topic:   topic,
-		Hub:     h.name,
-		Type:    d.typ,
-		ID:      fmt.Sprintf("%s/%s/%d/%s", h.name, d.typ, h.restarts, agent),
-		Version: agent,
-		Time:    now,
-		Data:    d.data,
+	a := &ghAgent{
+		hub: name, topic: topic, index: i, cfg: cfg.GlobalHub, loseP: max(cfg.LoseProbability, 0),
+		wire:       rand.New(rand.NewPCG(uint64(cfg.Seed)^0x676c6f62616c6875^cfg.FirstIncarnation, uint64(i))),
+		clusters:   clusters,
+		info:       newGHInfoModel(rng, name),
+		mig:        ghMigrations{rows: map[string]map[string]Migration{}},
+		events:     newGHEventModel(name, cfg.EventsPerRound),
+		lastEvents: map[string][][]byte{},
 	}
-	if d.dependsOn != "" {
-		if dep, ok := a.last[d.dependsOn]; ok {
-			m.Dependency = &dep
-		}
-	}
-	ordinal := c.generation
-	if d.typ == TypeGHLocalCompliance {
-		ordinal = c.value
-	}
-	h.last[d.typ] = bundle.Version{Incarnation: uint64(c.start.UnixNano()), Generation: ordinal}
-	a.last[d.typ] = agent
-	a.made[d.typ] = now
-	c.generation++
-	if d.typ == TypeGHManagedCluster || d.typ == TypeGHLocalCompliance {
-		a.recent = append(a.recent, m)
-		if len(a.recent) > ghRecent {
-			a.recent = slices.Delete(a.recent, 0, 1)
-		}
-	}
-	return m
-}
-
-// record adds the bounds of the incarnations the bridge may store.
-func (a *ghAgent) record(st *HubState) {
-	st.IncarnationsUpTo = make(map[string]uint64, len(a.made))
-	for typ, t := range a.made {
-		st.IncarnationsUpTo[typ] = uint64(t.UnixNano())
-	}
-}
-
-// lateCopy sometimes appends to msgs a copy of an event sent in an earlier
-// round.
-func (a *ghAgent) lateCopy(rng *rand.Rand, msgs []Message) []Message {
-	earlier := len(a.recent)
-	for _, m := range msgs {
-		if slices.ContainsFunc(a.recent, func(r Message) bool { return r.ID == m.ID }) {
-			earlier--
-		}
-	}
-	if earlier <= 0 || rng.Float64() >= ghLateCopyProbability {
-		return msgs
-	}
-	return append(msgs, a.recent[rng.IntN(earlier)])
-}
-
-// newGHSources returns the sources of a global-hub agent's hub, in the
-// order it sends them in a round.
-func newGHSources(rng *rand.Rand, hub string, clusters *managedClusters, cfg Config) []source {
-	sources := []source{&ghHeartbeats{}, &ghHubInfo{hub: hub}, &ghClusters{mc: clusters}}
 	if cfg.Policies > 0 {
-		m := newPolicyModel(rng, hub, clusters, cfg)
-		sources = append(sources, &ghLocalCompliance{m}, &ghCompleteCompliance{m}, &ghPolicyEvents{m: m})
+		a.policies = newPolicyModel(rng, name, clusters, cfg)
+		a.spec = newGHSpecs()
 	}
-	return sources
-}
-
-// ghHeartbeats sends a heartbeat every round; its data is an empty array.
-type ghHeartbeats struct{ sent bool }
-
-func (s *ghHeartbeats) step(*rand.Rand, tick) (draft, bool, error) {
-	s.sent = true
-	return draft{typ: TypeGHHeartbeat, data: []byte(`[]`)}, true, nil
-}
-
-func (s *ghHeartbeats) record(st *HubState) { st.Heartbeat = s.sent }
-
-// ghHubInfo sends what the hub says about itself when a run starts.
-type ghHubInfo struct {
-	hub       string
-	clusterID string
-}
-
-func (s *ghHubInfo) step(rng *rand.Rand, t tick) (draft, bool, error) {
-	if !t.fresh() {
-		return draft{}, false, nil
+	if i%3 != 2 { // two hubs in three run ACS
+		a.alerts = newGHAlertModel(name)
 	}
-	if s.clusterID == "" {
-		s.clusterID = newUUID(rng)
+	return a
+}
+
+// startRun starts a run of the agent in round.
+func (a *ghAgent) startRun(round int) {
+	if a.run != nil { // a restart
+		a.earlier = a.run.firsts
+		a.stats.Restarts++
+		if a.cfg.ClockSkew > 0 && a.wire.IntN(2) == 0 {
+			a.skew -= a.cfg.ClockSkew + time.Duration(a.wire.Int64N(int64(a.cfg.ClockSkew)))
+			a.stats.SkewedRestarts++
+		}
 	}
-	data, err := json.Marshal(map[string]string{
-		"consoleURL": "https://console-openshift-console.apps." + s.hub + ".example.com",
-		"grafanaURL": "https://grafana-open-cluster-management-observability.apps." + s.hub + ".example.com",
-		"clusterId":  s.clusterID,
-	})
-	return draft{typ: TypeGHHubInfo, data: data}, err == nil, err
+	a.runs++
+	a.recent = nil
+	single := a.cfg.single(a.index)
+	r := &ghRun{
+		start: round, round: round,
+		clusters: &ghObjectEmitter{limit: a.cfg.FrameBytes},
+		policies: &ghObjectEmitter{limit: a.cfg.FrameBytes},
+		events:   map[string]*ghEventEmitter{},
+		dirty:    map[string]bool{},
+	}
+	for _, typ := range ghEventTypes {
+		r.events[typ] = &ghEventEmitter{single: single, limit: a.cfg.FrameBytes}
+	}
+	a.run = r
 }
 
-func (s *ghHubInfo) record(st *HubState) { st.HubClusterID = s.clusterID }
+// step is one round of the hub: its model moves, then the agent sends.
+func (a *ghAgent) step(rng *rand.Rand, t tick) ([]GHMessage, error) {
+	if t.fresh() {
+		a.startRun(t.round)
+	}
+	r := a.run
+	r.round = t.round
+	a.out = nil
 
-// ghClusters sends the hub's managed clusters as generic bundles: all of
-// them as a resync when a run starts, then what changed since the last
-// event. A round without a change sends nothing.
-type ghClusters struct {
-	mc *managedClusters
-	// sent maps the clusters the agent last reported to their generation
-	// label, which every change moves.
-	sent map[string]string
-}
-
-// ghClusterObject is a ManagedCluster as the global-hub agent sends it:
-// the cluster's id is its id.k8s.io cluster claim.
-type ghClusterObject struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name   string            `json:"name"`
-		Labels map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Status struct {
-		ClusterClaims []ghClaim `json:"clusterClaims"`
-	} `json:"status"`
-}
-
-type ghClaim struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-// ghRef names an object in delete and resync_metadata.
-type ghRef struct {
-	ID   string `json:"id,omitempty"`
-	Name string `json:"name,omitempty"`
-}
-
-type ghGeneric struct {
-	Create         []ghClusterObject `json:"create,omitempty"`
-	Update         []ghClusterObject `json:"update,omitempty"`
-	Delete         []ghRef           `json:"delete,omitempty"`
-	Resync         []ghClusterObject `json:"resync,omitempty"`
-	ResyncMetadata []ghRef           `json:"resync_metadata,omitempty"`
-}
-
-func ghObject(c *cluster) ghClusterObject {
-	var o ghClusterObject
-	o.APIVersion = "cluster.open-cluster-management.io/v1"
-	o.Kind = "ManagedCluster"
-	o.Metadata.Name = c.name
-	o.Metadata.Labels = c.labels
-	o.Status.ClusterClaims = []ghClaim{{Name: ClusterIDClaim, Value: c.uid}}
-	return o
-}
-
-func (s *ghClusters) step(rng *rand.Rand, t tick) (draft, bool, error) {
+	// The model moves.
 	if t.round > 1 {
-		s.mc.evolve(rng, t.round)
+		a.clusters.evolve(rng, t.round)
 	}
-	var g ghGeneric
-	current := make(map[string]string, len(s.mc.clusters))
-	for _, c := range s.mc.clusters {
-		gen := c.labels[LabelGeneration]
-		current[c.name] = gen
-		switch was, ok := s.sent[c.name]; {
-		case t.fresh():
-			g.Resync = append(g.Resync, ghObject(c))
-			g.ResyncMetadata = append(g.ResyncMetadata, ghRef{ID: c.uid, Name: c.name})
-		case !ok:
-			g.Create = append(g.Create, ghObject(c))
-		case was != gen:
-			g.Update = append(g.Update, ghObject(c))
-		}
+	if a.policies != nil {
+		a.policies.evolvePlacement(rng, t.round)
+		a.policies.evolveCompliance(rng)
+		a.spec.evolve(rng, a.policies)
 	}
-	if !t.fresh() {
-		for _, name := range slices.Sorted(maps.Keys(s.sent)) {
-			if _, ok := current[name]; !ok {
-				g.Delete = append(g.Delete, ghRef{Name: name})
-			}
-		}
-	}
-	s.sent = current
-	if len(g.Create)+len(g.Update)+len(g.Delete)+len(g.Resync) == 0 {
-		return draft{}, false, nil
-	}
-	data, err := json.Marshal(g)
+	made, err := a.events.make(rng, a)
 	if err != nil {
-		return draft{}, false, fmt.Errorf("encode %s: %w", TypeGHManagedCluster, err)
+		return nil, err
 	}
-	return draft{typ: TypeGHManagedCluster, data: data}, true, nil
-}
+	a.info.evolve(rng, t, r)
+	if a.alerts != nil && (t.round-r.start)%ghAlertEvery == 0 {
+		a.alerts.evolve(rng)
+	}
+	a.mig.evolve(rng, a, t)
 
-func (s *ghClusters) record(st *HubState) { s.mc.record(st) }
-
-// ghComplianceObject is one policy of a compliance event; the agent
-// marshals an empty list as null.
-type ghComplianceObject struct {
-	PolicyID     string   `json:"policyId"`
-	NamespacedNS string   `json:"policy_namespaced_name"`
-	Compliant    []string `json:"compliantClusters"`
-	NonCompliant []string `json:"nonCompliantClusters"`
-	Unknown      []string `json:"unknownComplianceClusters"`
-	Pending      []string `json:"pendingComplianceClusters"`
-}
-
-func ghComplianceOf(p *policy) ghComplianceObject {
-	o := ghComplianceObject{PolicyID: p.id, NamespacedNS: "default/" + p.name}
-	for _, c := range p.clusters { // sorted
-		switch p.state[c] {
-		case Compliant:
-			o.Compliant = append(o.Compliant, c)
-		case NonCompliant:
-			o.NonCompliant = append(o.NonCompliant, c)
-		case UnknownCompliance:
-			o.Unknown = append(o.Unknown, c)
-		case PendingCompliance:
-			o.Pending = append(o.Pending, c)
+	// The agent sends.
+	steps := []func() error{
+		a.sendHeartbeat,
+		a.sendInfo,
+		a.sendClusters,
+		a.sendSpecs,
+		a.sendCompliance,
+		func() error { a.sendEvents(made); return nil },
+		a.sendAlerts,
+		a.sendMigrations,
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return nil, err
 		}
 	}
-	return o
+	a.lastEvents = made
+	r.started = true
+	a.lateCopies()
+	return a.out, nil
 }
 
-// ghLocalCompliance sends every policy with every placed cluster's state
-// when a run starts and whenever the placement changed.
-type ghLocalCompliance struct{ m *policyModel }
-
-func (s *ghLocalCompliance) step(rng *rand.Rand, t tick) (draft, bool, error) {
-	m := s.m
-	changed := m.evolvePlacement(rng, t.round)
-	m.evolveCompliance(rng)
-	m.sinceReport++
-	m.placed = changed || t.fresh()
-	if !m.placed {
-		return draft{}, false, nil
+// finish returns what the agent sends after the last round, when a type
+// lost a frame since its last resync: the tick of the next periodic
+// resync, which repairs what the lost frames left out (its heartbeat, and
+// a resync of each such type).
+func (a *ghAgent) finish() ([]GHMessage, error) {
+	a.out = nil
+	r := a.run
+	if r == nil || (!r.dirty[TypeGHManagedCluster] && !r.dirty[TypeGHLocalSpec]) {
+		return nil, nil
 	}
-	m.sinceReport = 0
-	clear(m.changed)
-	policies := m.sortedPolicies()
-	objs := make([]ghComplianceObject, len(policies))
-	for i, p := range policies {
-		objs[i] = ghComplianceOf(p)
+	r.round++
+	if err := a.sendHeartbeat(); err != nil {
+		return nil, err
 	}
-	data, err := json.Marshal(objs)
-	return draft{typ: TypeGHLocalCompliance, data: data}, err == nil, err
-}
-
-func (s *ghLocalCompliance) record(st *HubState) { st.Compliance = s.m.compliance() }
-
-// ghCompleteCompliance sends, in the other rounds, the clusters that do
-// not comply when compliance changed or a report is due, computed on the
-// last localcompliance sent.
-type ghCompleteCompliance struct{ m *policyModel }
-
-func (s *ghCompleteCompliance) step(*rand.Rand, tick) (draft, bool, error) {
-	m := s.m
-	due := len(m.changed) > 0 || (m.every > 0 && m.sinceReport >= m.every)
-	if m.placed || !due {
-		return draft{}, false, nil
-	}
-	m.sinceReport = 0
-	clear(m.changed)
-	objs := []ghComplianceObject{}
-	for _, p := range m.sortedPolicies() {
-		o := ghComplianceOf(p)
-		if len(o.NonCompliant)+len(o.Unknown)+len(o.Pending) == 0 {
-			continue // every cluster complies: left out
+	for _, typ := range []string{TypeGHManagedCluster, TypeGHLocalSpec} {
+		if !r.dirty[typ] {
+			continue
 		}
-		o.Compliant = nil
-		objs = append(objs, o)
-	}
-	data, err := json.Marshal(objs)
-	return draft{typ: TypeGHCompleteCompliance, data: data, dependsOn: TypeGHLocalCompliance, delta: true}, err == nil, err
-}
-
-func (s *ghCompleteCompliance) record(*HubState) {}
-
-// ghPolicyEvents sends Config.EventsPerRound policy events a round about
-// placed pairs, as event.localreplicatedpolicy.
-type ghPolicyEvents struct {
-	m    *policyModel
-	sent map[string]map[string][]string
-}
-
-type ghPolicyEvent struct {
-	EventName      string `json:"eventName"`
-	EventNamespace string `json:"eventNamespace"`
-	Message        string `json:"message"`
-	Reason         string `json:"reason"`
-	Count          int    `json:"count"`
-	CreatedAt      string `json:"createdAt"`
-	PolicyID       string `json:"policyId"`
-	ClusterID      string `json:"clusterId"`
-	ClusterName    string `json:"clusterName"`
-	Compliance     string `json:"compliance"`
-}
-
-// ghComplianceWords spells the states as the events of the policy
-// framework do.
-var ghComplianceWords = map[ComplianceState]string{
-	Compliant: "Compliant", NonCompliant: "NonCompliant", UnknownCompliance: "Unknown", PendingCompliance: "Pending",
-}
-
-func (s *ghPolicyEvents) step(rng *rand.Rand, _ tick) (draft, bool, error) {
-	m := s.m
-	total := m.pairs()
-	if m.events == 0 || total == 0 {
-		return draft{}, false, nil
-	}
-	if s.sent == nil {
-		s.sent = map[string]map[string][]string{}
-	}
-	uids := make(map[string]string, len(m.clusters.clusters))
-	for _, c := range m.clusters.clusters {
-		uids[c.name] = c.uid
-	}
-	events := make([]ghPolicyEvent, m.events)
-	for i := range events {
-		pr := m.randomPair(rng, total)
-		m.eventSeq++
-		state := pr.policy.state[pr.cluster]
-		events[i] = ghPolicyEvent{
-			EventName:      fmt.Sprintf("default.%s.%08x", pr.policy.name, m.eventSeq),
-			EventNamespace: pr.cluster,
-			Message:        eventMessages[state],
-			Reason:         "PolicyStatusSync",
-			Count:          1,
-			CreatedAt:      ghEventEpoch.Add(time.Duration(m.eventSeq) * time.Second).Format(time.RFC3339),
-			PolicyID:       pr.policy.id,
-			ClusterID:      uids[pr.cluster],
-			ClusterName:    pr.cluster,
-			Compliance:     ghComplianceWords[state],
+		if err := a.resyncObjects(typ); err != nil {
+			return nil, err
 		}
-		byCluster := s.sent[pr.policy.id]
-		if byCluster == nil {
-			byCluster = map[string][]string{}
-			s.sent[pr.policy.id] = byCluster
-		}
-		byCluster[pr.cluster] = append(byCluster[pr.cluster], events[i].EventName)
 	}
-	data, err := json.Marshal(events)
-	return draft{typ: TypeGHReplicatedEvent, data: data}, err == nil, err
+	return a.out, nil
 }
 
-func (s *ghPolicyEvents) record(st *HubState) {
-	st.LocalPolicyEvents = make(map[string]map[string][]string, len(s.sent))
-	for id, byCluster := range s.sent {
-		out := make(map[string][]string, len(byCluster))
-		for c, names := range byCluster {
-			out[c] = slices.Sorted(slices.Values(names))
-		}
-		st.LocalPolicyEvents[id] = out
+// resyncDue reports whether the periodic syncer resyncs the object types
+// in the current round: at the agent's start (every registered type is
+// queued for a resync, periodic_syncer.go Start) and every ResyncEvery
+// rounds after.
+func (a *ghAgent) resyncDue() bool {
+	r := a.run
+	if !r.started {
+		return true
 	}
+	since := r.round - r.start
+	return a.cfg.ResyncEvery > 0 && since > 0 && since%a.cfg.ResyncEvery == 0
+}
+
+// send hands ev to the producer: its messages join the round's, sometimes
+// twice in a row, and are kept for late copies.
+func (a *ghAgent) send(ev ghEvent) {
+	msgs := a.produce(ev)
+	for _, m := range msgs {
+		a.out = append(a.out, m)
+		if m.ChunkSize == 0 && a.wire.Float64() < ghDuplicateProbability {
+			a.out = append(a.out, m) // a producer retry: the very same message
+			a.stats.Duplicates++
+		}
+	}
+	if ev.typ == TypeGHMigration {
+		return // never copied: its versions start again with every migration
+	}
+	s := ghSent{round: a.run.round, msgs: msgs}
+	a.recent = append(a.recent, s)
+	if ev.version.generation == 0 {
+		a.run.firsts = append(a.run.firsts, s)
+	}
+}
+
+// produce is the producer's SendEvent (generic_producer.go, id
+// 61874921510): data above the chunk limit is cut into chunks sent one
+// after the other, each with extsize (the whole length) and extoffset
+// (where the chunk ends); the CloudEvents SDK gives every send a new id
+// and the time of the node (client WithUUIDs, WithTimeNow).
+func (a *ghAgent) produce(ev ghEvent) []GHMessage {
+	msg := func(data []byte) GHMessage {
+		m := GHMessage{
+			Message: Message{
+				Topic: a.topic, Hub: a.hub, Type: ev.typ, ID: newUUID(a.wire),
+				Version: ev.version.wire(), Time: time.Now().Add(a.skew), Data: data,
+			},
+			SendMode: ev.sendMode, Extensions: ev.ext,
+		}
+		if ev.dep != nil {
+			d := ev.dep.wire()
+			m.Dependency = &d
+		}
+		return m
+	}
+	if len(ev.data) <= a.cfg.ChunkBytes {
+		return []GHMessage{msg(ev.data)}
+	}
+	var out []GHMessage
+	for end := 0; end < len(ev.data); {
+		start := end
+		end = min(start+a.cfg.ChunkBytes, len(ev.data))
+		m := msg(ev.data[start:end])
+		m.ChunkSize, m.ChunkEnd = len(ev.data), end
+		out = append(out, m)
+	}
+	a.stats.ChunkedEvents++
+	a.stats.Chunks += len(out)
+	return out
+}
+
+// lateCopies sometimes sends again a whole event of the run's last rounds,
+// and one of the run before's first events.
+func (a *ghAgent) lateCopies() {
+	round := a.run.round
+	a.recent = slices.DeleteFunc(a.recent, func(s ghSent) bool { return s.round < round-ghRecentRounds })
+	var before []ghSent
+	for _, s := range a.recent {
+		if s.round < round {
+			before = append(before, s)
+		}
+	}
+	if len(before) > 0 && a.wire.Float64() < ghLateCopyProbability {
+		a.out = append(a.out, before[a.wire.IntN(len(before))].msgs...)
+		a.stats.LateCopies++
+	}
+	if len(a.earlier) > 0 && a.wire.Float64() < ghEarlierRunCopyProbability {
+		a.out = append(a.out, a.earlier[a.wire.IntN(len(a.earlier))].msgs...)
+		a.stats.EarlierRunCopies++
+	}
+}
+
+// record adds what the database must hold of the hub to st.
+func (a *ghAgent) record(st *HubState) {
+	st.Heartbeat = a.run != nil
+	a.clusters.record(st)
+	if a.policies != nil {
+		st.Compliance = a.policies.compliance()
+		st.LocalPolicies = a.spec.record(a.policies)
+	}
+	a.events.record(st)
+	st.HubClusterID, st.HubInfo = a.info.lastID, a.info.lastPayload
+	if a.alerts != nil && a.alerts.sent {
+		st.AlertCounts = map[string]AlertCounts{a.alerts.source: a.alerts.last}
+	}
+	if len(a.mig.rows) > 0 {
+		st.Migrations = a.mig.rows
+	}
+}
+
+// GHStats counts what the global-hub agents of a run did, over all hubs,
+// so that a test can tell what the run exercised.
+type GHStats struct {
+	// Restarts, and those of them whose clock went back.
+	Restarts       int `json:"restarts"`
+	SkewedRestarts int `json:"skewedRestarts"`
+	// Resyncs of an object type (at the start, periodic, or after the
+	// last round to repair a loss) and the frames they sent (resync and
+	// resync_metadata).
+	Resyncs      int `json:"resyncs"`
+	ResyncFrames int `json:"resyncFrames"`
+	// Lost frames of changes, never published.
+	Lost int `json:"lost"`
+	// Duplicates sent right after their message; late copies of whole
+	// events of the run's last rounds; copies of the run before's
+	// generation-0 events.
+	Duplicates       int `json:"duplicates"`
+	LateCopies       int `json:"lateCopies"`
+	EarlierRunCopies int `json:"earlierRunCopies"`
+	// Events sent in chunks, and the chunks.
+	ChunkedEvents int `json:"chunkedEvents"`
+	Chunks        int `json:"chunks"`
+	// Events sent alone (sendmode single).
+	SingleEvents int `json:"singleEvents"`
+	// Infos sent without a clusterId.
+	InfosWithoutClusterID int `json:"infosWithoutClusterId"`
+	// Migrations started, and reports with resync set.
+	Migrations       int `json:"migrations"`
+	MigrationResyncs int `json:"migrationResyncs"`
+}
+
+func (s *GHStats) add(o GHStats) {
+	s.Restarts += o.Restarts
+	s.SkewedRestarts += o.SkewedRestarts
+	s.Resyncs += o.Resyncs
+	s.ResyncFrames += o.ResyncFrames
+	s.Lost += o.Lost
+	s.Duplicates += o.Duplicates
+	s.LateCopies += o.LateCopies
+	s.EarlierRunCopies += o.EarlierRunCopies
+	s.ChunkedEvents += o.ChunkedEvents
+	s.Chunks += o.Chunks
+	s.SingleEvents += o.SingleEvents
+	s.InfosWithoutClusterID += o.InfosWithoutClusterID
+	s.Migrations += o.Migrations
+	s.MigrationResyncs += o.MigrationResyncs
+}
+
+// counts returns the agent's stats.
+func (a *ghAgent) counts() GHStats {
+	s := a.stats
+	s.Migrations, s.MigrationResyncs = a.mig.migrations, a.mig.resyncs
+	return s
 }

@@ -51,8 +51,7 @@ func newHub(cfg Config, i int) *hub {
 	var sources []source
 	var gh *ghAgent
 	if cfg.Agent == AgentGlobalHub {
-		gh = newGHAgent(cfg)
-		sources = newGHSources(rng, name, clusters, cfg)
+		gh = newGHAgent(rng, cfg, i, clusters)
 	} else {
 		sources = []source{&heartbeats{}, clusters}
 		if cfg.Policies > 0 {
@@ -75,13 +74,17 @@ func newHub(cfg Config, i int) *hub {
 }
 
 // step advances the hub to round (1-based) and returns the messages it
-// sends in it, in order, without their times: the caller stamps those when
-// it sends them.
-func (h *hub) step(round int) ([]Message, error) {
+// sends in it, in order. STB's and the hub-of-hubs agents' go without
+// their times (the caller stamps those when it sends them); the global-hub
+// agent stamps its own, with its node's clock.
+func (h *hub) step(round int) ([]GHMessage, error) {
 	t := tick{round: round}
 	if round > 1 && h.rng.Float64() < h.restartP {
 		h.restart()
 		t.restarted = true
+	}
+	if h.gh != nil {
+		return h.gh.step(h.rng, t)
 	}
 	msgs := make([]Message, 0, len(h.sources))
 	for _, s := range h.sources {
@@ -92,17 +95,18 @@ func (h *hub) step(round int) ([]Message, error) {
 		if !ok {
 			continue
 		}
-		if h.gh != nil {
-			h.noteSent(d)
-			msgs = append(msgs, h.gh.stamp(h, d))
-			continue
-		}
 		msgs = h.lose(msgs, h.stamp(d))
 	}
-	if h.gh != nil {
-		msgs = h.gh.lateCopy(h.rng, msgs)
+	return plain(msgs), nil
+}
+
+// plain returns msgs as GHMessages that say nothing more.
+func plain(msgs []Message) []GHMessage {
+	out := make([]GHMessage, len(msgs))
+	for i, m := range msgs {
+		out[i].Message = m
 	}
-	return msgs, nil
+	return out
 }
 
 // noteSent records the order of d among the hub's bundles.
@@ -163,14 +167,18 @@ func (h *hub) lose(msgs []Message, m Message) []Message {
 	return append(msgs, m)
 }
 
-// flush returns the report still held, if any.
-func (h *hub) flush() []Message {
+// flush returns what the hub sends after the last round: the report
+// still held, if any, or the global-hub agent's repairing resyncs.
+func (h *hub) flush() ([]GHMessage, error) {
+	if h.gh != nil {
+		return h.gh.finish()
+	}
 	if h.held == nil {
-		return nil
+		return nil, nil
 	}
 	m := *h.held
 	h.held = nil
-	return []Message{m}
+	return plain([]Message{m}), nil
 }
 
 // resync returns a complete bundle of typ with the hub's current state and
@@ -200,9 +208,6 @@ func (h *hub) resync(typ string) (Message, bool, error) {
 func (h *hub) restart() {
 	h.version = bundle.Version{Incarnation: h.version.Incarnation + 1}
 	h.restarts++
-	if h.gh != nil {
-		h.gh.restart()
-	}
 }
 
 // state returns what the database must hold for the hub once the bridge

@@ -58,3 +58,36 @@ type PublisherFunc func(ctx context.Context, msg Message) error
 
 // Publish calls f.
 func (f PublisherFunc) Publish(ctx context.Context, msg Message) error { return f(ctx, msg) }
+
+// GHMessage is one Kafka message of the global-hub agent (Config.Agent
+// AgentGlobalHub): a Message whose Type is under GHTypePrefix, whose
+// Version is the agent's extversion ("<generation>.<value>" as
+// bundle.Version's "<incarnation>.<generation>") and Dependency its
+// extdependencyversion, with what only that agent's events carry. Its ID
+// is the CloudEvent's; a copy of a message is the same GHMessage again.
+type GHMessage struct {
+	Message
+	// SendMode is the sendmode extension of the event types ("batch" or
+	// "single"), "" for the others.
+	SendMode string
+	// Extensions are the other string extensions: migrationid,
+	// migrationstage and clustername of managedclustermigration.
+	Extensions map[string]string
+	// ChunkSize and ChunkEnd are extsize and extoffset when Data is one
+	// chunk of an event's data: the whole data's length, and where this
+	// chunk ends in it. Both are 0 for an event sent whole.
+	ChunkSize, ChunkEnd int
+}
+
+// needsGH reports whether m says more than its Message.
+func (m GHMessage) needsGH() bool {
+	return m.SendMode != "" || len(m.Extensions) > 0 || m.ChunkSize > 0
+}
+
+// GHPublisher is implemented by publishers that send the global-hub
+// agent's messages with everything they carry (KafkaPublisher). Run hands
+// a publisher without it only the Message, and fails on a message that
+// needs more.
+type GHPublisher interface {
+	PublishGH(ctx context.Context, msg GHMessage) error
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -55,6 +56,30 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 	}
 	lim := newLimiter(cfg.Rate, time.Now)
 	start := time.Now()
+	ghPub, _ := pub.(GHPublisher)
+	send := func(m GHMessage) error {
+		if m.Time.IsZero() {
+			m.Time = time.Now() // the global-hub agent stamps its own
+		}
+		var err error
+		switch {
+		case ghPub != nil && strings.HasPrefix(m.Type, GHTypePrefix):
+			err = ghPub.PublishGH(ctx, m)
+		case m.needsGH():
+			err = fmt.Errorf("%T cannot send what a global-hub agent's message carries (no PublishGH)", pub)
+		default:
+			err = pub.Publish(ctx, m.Message)
+		}
+		if err != nil {
+			return fmt.Errorf("publish %s %s of hub %s: %w", m.Type, m.Version, m.Hub, err)
+		}
+		exp.Messages++
+		exp.MessagesByType[m.Type]++
+		if progress != nil {
+			progress(exp.Messages)
+		}
+		return nil
+	}
 
 	for round := 1; round <= cfg.Generations; round++ {
 		if cfg.Duration > 0 && round > 1 && time.Since(start) >= cfg.Duration {
@@ -70,36 +95,18 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 				if err := lim.wait(ctx); err != nil {
 					return nil, err
 				}
-				if m.Time.IsZero() {
-					m.Time = time.Now() // the global-hub agent stamps its own
-				}
-				if err := pub.Publish(ctx, m); err != nil {
-					return nil, fmt.Errorf("publish %s %s of hub %s: %w", m.Type, m.Version, m.Hub, err)
-				}
-				exp.Messages++
-				exp.MessagesByType[m.Type]++
-				if progress != nil {
-					progress(exp.Messages)
+				if err := send(m); err != nil {
+					return nil, err
 				}
 			}
 		}
 	}
-	send := func(m Message) error {
-		if m.Time.IsZero() {
-			m.Time = time.Now()
+	for _, h := range hubs { // reports held back to be maybe lost; repairing resyncs
+		msgs, err := h.flush()
+		if err != nil {
+			return nil, fmt.Errorf("hub %s, after the last round: %w", h.name, err)
 		}
-		if err := pub.Publish(ctx, m); err != nil {
-			return fmt.Errorf("publish %s %s of hub %s: %w", m.Type, m.Version, m.Hub, err)
-		}
-		exp.Messages++
-		exp.MessagesByType[m.Type]++
-		if progress != nil {
-			progress(exp.Messages)
-		}
-		return nil
-	}
-	for _, h := range hubs { // reports held back to be maybe lost
-		for _, m := range h.flush() {
+		for _, m := range msgs {
 			if err := send(m); err != nil {
 				return nil, err
 			}
@@ -117,7 +124,8 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 		return nil, err
 	}
 	if asks != nil {
-		if err := answerResyncs(ctx, hubs, asks, quiet, send, flush); err != nil {
+		plainSend := func(m Message) error { return send(GHMessage{Message: m}) }
+		if err := answerResyncs(ctx, hubs, asks, quiet, plainSend, flush); err != nil {
 			return nil, err
 		}
 	}
@@ -128,6 +136,12 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 		exp.Restarts += st.Restarts
 		exp.Lost += h.lost
 		exp.Resyncs += h.resyncs
+		if h.gh != nil {
+			if exp.GlobalHub == nil {
+				exp.GlobalHub = &GHStats{}
+			}
+			exp.GlobalHub.add(h.gh.counts())
+		}
 	}
 	return exp, nil
 }

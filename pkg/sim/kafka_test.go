@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/broker"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// TestKafkaPublisherSharedTopic: on the shared topic of several
+// partitions the global-hub agent's messages are keyed by their full
+// event type, and the publisher sends each key to one partition, so one
+// hub's types spread over the partitions while each type keeps its order
+// in one; the headers carry what each message says.
+func TestKafkaPublisherSharedTopic(t *testing.T) {
+	const partitions = 4
+	b, err := broker.Start(broker.Config{Topics: []string{GlobalHubSharedTopic}, Partitions: partitions}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	pub, err := NewKafkaPublisher(transport.PublisherConfig{Brokers: b.Addr()}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	cfg := Config{Agent: AgentGlobalHub, Hubs: 3, Clusters: 5, Generations: 8, Seed: 81, Topic: GlobalHubSharedTopic,
+		RestartProbability: 0.2, GlobalHub: GlobalHubConfig{FrameBytes: 1500, ChunkBytes: 1000, SendMode: SendModeMixed}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exp, err := Run(ctx, cfg, pub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(GlobalHubSharedTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	partitionOf := map[string]int32{}
+	used := map[int32]bool{}
+	var read, chunks, single int
+	for read < exp.Messages {
+		fetches := cl.PollFetches(ctx)
+		if err := fetches.Err0(); err != nil {
+			t.Fatalf("after %d of %d records: %v", read, exp.Messages, err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			read++
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			key := string(r.Key)
+			if h["ce_type"] != key || !strings.HasPrefix(key, transport.GlobalHubTypePrefix) {
+				t.Fatalf("record keyed %q of type %q", key, h["ce_type"])
+			}
+			if p, ok := partitionOf[key]; ok && p != r.Partition {
+				t.Fatalf("%s in partitions %d and %d", key, p, r.Partition)
+			}
+			partitionOf[key] = r.Partition
+			used[r.Partition] = true
+			if size, ok := h["ce_extsize"]; ok {
+				chunks++
+				n, err := strconv.Atoi(size)
+				if _, err2 := strconv.Atoi(h["ce_extoffset"]); err != nil || err2 != nil || n <= 1000 || len(r.Value) > 1000 {
+					t.Fatalf("chunk headers %v of a %d-byte value", h, len(r.Value))
+				}
+			}
+			if h["ce_sendmode"] == SendModeSingle {
+				single++
+			}
+			if h["ce_extversion"] == "" || h["ce_source"] == "" || h["ce_id"] == "" || h["ce_time"] == "" {
+				t.Fatalf("headers %v", h)
+			}
+		})
+	}
+	if len(used) < 2 || chunks == 0 || single == 0 {
+		t.Errorf("%d partitions used by %d types, %d chunks, %d single events", len(used), len(partitionOf), chunks, single)
+	}
+}
