@@ -11,7 +11,11 @@
 // unexpected managed clusters and wrong cluster ids or labels; missing or
 // unexpected rows of status.compliance and rows in the wrong state; missing
 // or unexpected policy events; missing heartbeats and hub rows; and rows of
-// hubs that were never simulated. The Report counts the hubs affected per
+// hubs that were never simulated. For the global-hub agent's hubs it
+// compares the tables its types fill instead of their versions (the
+// bridge maps them onto runs of its own): hub info, local policies, alert
+// counts, cluster migrations, managed-cluster and local policy events,
+// each event stored once. The Report counts the hubs affected per
 // category and keeps the differences themselves, sorted, for its Summary.
 //
 // It only reads, and knows nothing of Kafka or of how the bridge writes.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -14,11 +15,12 @@ import (
 type eventTable struct {
 	table string
 	what  string // names one event in a difference
-	// sql reads hub, policy_id, cluster_name and event_name of every row,
-	// ordered so that each hub's rows come together.
-	sql string
-	// expected returns a hub's events by policy and cluster, each list
-	// sorted.
+	// sql reads hub, two keys (policy_id and cluster_name, or cluster_id
+	// and cluster_name) and event_name of every row, ordered so that each
+	// hub's rows come together; keys names the two keys in a difference.
+	sql  string
+	keys [2]string
+	// expected returns a hub's events by the two keys, each list sorted.
 	expected            func(*sim.HubState) map[string]map[string][]string
 	missing, unexpected Kind
 }
@@ -31,6 +33,7 @@ var (
 SELECT hub, policy_id, cluster_name, event_name
 FROM event.policy_events
 ORDER BY hub, policy_id, cluster_name, event_name`,
+		keys:       [2]string{"policy", "cluster"},
 		expected:   func(st *sim.HubState) map[string]map[string][]string { return st.Events },
 		missing:    MissingEvent,
 		unexpected: UnexpectedEvent,
@@ -43,9 +46,35 @@ SELECT hub, policy_id, cluster_name, event_name
 FROM event.local_policy_events
 WHERE kind = 'replicated'
 ORDER BY hub, policy_id, cluster_name, event_name`,
+		keys:       [2]string{"policy", "cluster"},
 		expected:   func(st *sim.HubState) map[string]map[string][]string { return st.LocalPolicyEvents },
 		missing:    MissingLocalEvent,
 		unexpected: UnexpectedLocalEvent,
+	}
+	rootPolicyEventTable = eventTable{
+		table: "event.local_policy_events",
+		what:  "root-policy event",
+		sql: `
+SELECT hub, policy_id, cluster_name, event_name
+FROM event.local_policy_events
+WHERE kind = 'root'
+ORDER BY hub, policy_id, cluster_name, event_name`,
+		keys:       [2]string{"policy", "cluster"},
+		expected:   func(st *sim.HubState) map[string]map[string][]string { return st.LocalRootPolicyEvents },
+		missing:    MissingRootEvent,
+		unexpected: UnexpectedRootEvent,
+	}
+	clusterEventTable = eventTable{
+		table: "event.managed_cluster_events",
+		what:  "managed-cluster event",
+		sql: `
+SELECT hub, cluster_id, cluster_name, event_name
+FROM event.managed_cluster_events
+ORDER BY hub, cluster_id, cluster_name, event_name`,
+		keys:       [2]string{"cluster id", "cluster"},
+		expected:   func(st *sim.HubState) map[string]map[string][]string { return st.ManagedClusterEvents },
+		missing:    MissingClusterEvent,
+		unexpected: UnexpectedClusterEvent,
 	}
 )
 
@@ -54,15 +83,22 @@ func (v *verifier) events(ctx context.Context, db Querier) error {
 	return v.eventRows(ctx, db, policyEventTable)
 }
 
-// localEvents compares the replicated-policy events of
-// event.local_policy_events with those each global-hub agent sent.
+// localEvents compares the replicated-policy and root-policy events of
+// event.local_policy_events, and event.managed_cluster_events, with those
+// each global-hub agent sent.
 func (v *verifier) localEvents(ctx context.Context, db Querier) error {
-	return v.eventRows(ctx, db, localPolicyEventTable)
+	for _, t := range []eventTable{localPolicyEventTable, rootPolicyEventTable, clusterEventTable} {
+		if err := v.eventRows(ctx, db, t); err != nil {
+			return fmt.Errorf("%s: %w", t.what, err)
+		}
+	}
+	return nil
 }
 
 // eventRows compares one event table with the events each hub sent: every
-// one must have its row, and no other row may be there. The primary key
-// makes each row unique, so an event written twice cannot show.
+// one must have its row, once, and no other row may be there. (An event
+// whose key has more than its name, its creation time or its count, can be
+// stored twice under one name.)
 func (v *verifier) eventRows(ctx context.Context, db Querier, t eventTable) error {
 	rows, err := db.Query(ctx, t.sql)
 	if err != nil {
@@ -78,10 +114,14 @@ func (v *verifier) eventRows(ctx context.Context, db Querier, t eventTable) erro
 			return nil
 		}
 		if _, ok := slices.BinarySearch(t.expected(st)[policy][cluster], name); !ok {
-			v.report.add(Category{Kind: t.unexpected}, hub, "unexpected %s %s (policy %s, cluster %s)", t.what, name, policy, cluster)
+			v.report.add(Category{Kind: t.unexpected}, hub, "unexpected %s %s (%s %s, %s %s)", t.what, name, t.keys[0], policy, t.keys[1], cluster)
 			return nil
 		}
-		found[[3]string{policy, cluster, name}] = true
+		key := [3]string{policy, cluster, name}
+		if found[key] {
+			v.report.add(Category{Kind: t.unexpected}, hub, "%s %s (%s %s, %s %s) is stored twice", t.what, name, t.keys[0], policy, t.keys[1], cluster)
+		}
+		found[key] = true
 		return nil
 	})
 	if err != nil {
@@ -102,7 +142,7 @@ func (v *verifier) missingEvents(t eventTable, hub string, st *sim.HubState, fou
 		for _, cluster := range sortedKeys(clusters) {
 			for _, name := range clusters[cluster] {
 				if !found[[3]string{policy, cluster, name}] {
-					v.report.add(Category{Kind: t.missing}, hub, "%s %s (policy %s, cluster %s) is missing", t.what, name, policy, cluster)
+					v.report.add(Category{Kind: t.missing}, hub, "%s %s (%s %s, %s %s) is missing", t.what, name, t.keys[0], policy, t.keys[1], cluster)
 				}
 			}
 		}
@@ -117,34 +157,4 @@ func countEvents(byPolicy map[string]map[string][]string) int {
 		}
 	}
 	return n
-}
-
-// hubInfoSQL reads the clusterId each hub's managedhub.info gave.
-const hubInfoSQL = `SELECT hub, cluster_id FROM status.hub_info`
-
-// hubInfo compares status.hub_info with the clusterId each global-hub
-// agent sent. Rows of hubs that sent none are not differences: the table
-// belongs to the global-hub profile, whose other hubs may be elsewhere.
-func (v *verifier) hubInfo(ctx context.Context, db Querier) error {
-	rows, err := db.Query(ctx, hubInfoSQL)
-	if err != nil {
-		return err
-	}
-	got := map[string]string{}
-	var hub, id string
-	if _, err := pgx.ForEachRow(rows, []any{&hub, &id}, func() error {
-		if v.expected(hub, "status.hub_info") != nil {
-			got[hub] = id
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, hub := range v.hubNames {
-		want := v.exp.Hubs[hub].HubClusterID
-		if have, ok := got[hub]; want != "" && (!ok || have != want) {
-			v.report.add(Category{Kind: WrongHubInfo}, hub, "hub info clusterId %q, want %q", have, want)
-		}
-	}
-	return nil
 }

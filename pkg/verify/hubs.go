@@ -31,14 +31,15 @@ func (v *verifier) heartbeats(ctx context.Context, db Querier) error {
 }
 
 // hubs checks that every hub the bridge wrote bundles of has a row in
-// status.hubs: it is written with the first version row.
+// status.hubs: it is written with the first version row. Every hub that
+// sent a heartbeat had one written.
 func (v *verifier) hubs(ctx context.Context, db Querier) error {
 	found, err := v.readHubs(ctx, db, hubsSQL, "status.hubs")
 	if err != nil {
 		return err
 	}
 	for _, hub := range v.hubNames {
-		if len(v.exp.Hubs[hub].Versions) > 0 && !found[hub] {
+		if st := v.exp.Hubs[hub]; (len(st.Versions) > 0 || st.Heartbeat) && !found[hub] {
 			v.report.add(Category{Kind: MissingHub}, hub, "not in status.hubs")
 		}
 	}

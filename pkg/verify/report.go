@@ -65,9 +65,38 @@ const (
 	// UnexpectedLocalEvent: a replicated-policy row of
 	// event.local_policy_events is not an event the hub sent.
 	UnexpectedLocalEvent
-	// WrongHubInfo: status.hub_info has no row, or another clusterId, for
-	// a hub whose global-hub agent sent managedhub.info.
+	// WrongHubInfo: status.hub_info has no row, or another clusterId or
+	// payload, for a hub whose global-hub agent sent managedhub.info with a
+	// clusterId; or a row for a hub that sent none.
 	WrongHubInfo
+	// MissingRootEvent, UnexpectedRootEvent: as MissingLocalEvent and
+	// UnexpectedLocalEvent, for event.localrootpolicy (kind root).
+	MissingRootEvent
+	UnexpectedRootEvent
+	// MissingClusterEvent, UnexpectedClusterEvent: an event.managedcluster
+	// event the hub sent has no row in event.managed_cluster_events, or a
+	// row there is not one it sent (or is one stored twice).
+	MissingClusterEvent
+	UnexpectedClusterEvent
+	// MissingLocalPolicy, UnexpectedLocalPolicy, WrongLocalPolicy: a policy
+	// of the hub's last policy.localspec has no row in
+	// status.local_policies, a row is not one of them, or its namespace,
+	// name or payload differ.
+	MissingLocalPolicy
+	UnexpectedLocalPolicy
+	WrongLocalPolicy
+	// MissingAlertCounts, UnexpectedAlertCounts, WrongAlertCounts: the
+	// same for status.security_alert_counts and the hub's last
+	// security.alertcounts per ACS Central.
+	MissingAlertCounts
+	UnexpectedAlertCounts
+	WrongAlertCounts
+	// MissingMigration, UnexpectedMigration, WrongMigration: the same for
+	// status.cluster_migrations and the hub's last report per migration
+	// and stage since its last resync report.
+	MissingMigration
+	UnexpectedMigration
+	WrongMigration
 )
 
 // Category groups differences: a kind and, for version kinds, the bundle
@@ -121,7 +150,33 @@ func (c Category) Describe(n int) string {
 	case UnexpectedLocalEvent:
 		what = have + " unexpected replicated-policy events"
 	case WrongHubInfo:
-		what = have + " a missing or wrong hub info"
+		what = have + " a missing, wrong or unexpected hub info"
+	case MissingRootEvent:
+		what = are + " missing root-policy events"
+	case UnexpectedRootEvent:
+		what = have + " unexpected root-policy events"
+	case MissingClusterEvent:
+		what = are + " missing managed-cluster events"
+	case UnexpectedClusterEvent:
+		what = have + " unexpected managed-cluster events"
+	case MissingLocalPolicy:
+		what = are + " missing local policies"
+	case UnexpectedLocalPolicy:
+		what = have + " unexpected local policies"
+	case WrongLocalPolicy:
+		what = have + " local policies that differ from the last sent"
+	case MissingAlertCounts:
+		what = are + " missing alert counts"
+	case UnexpectedAlertCounts:
+		what = have + " unexpected alert counts"
+	case WrongAlertCounts:
+		what = have + " wrong alert counts"
+	case MissingMigration:
+		what = are + " missing migration rows"
+	case UnexpectedMigration:
+		what = have + " unexpected migration rows"
+	case WrongMigration:
+		what = have + " migration rows that differ from the last report"
 	case MissingHub:
 		what = are + " missing from status.hubs"
 	case UnexpectedHub:
@@ -144,12 +199,20 @@ type Report struct {
 	// Hubs, Versions, Clusters, ComplianceRows and Events count what was
 	// expected: hubs, rows of status.bundle_versions (those whose version
 	// is certain), of status.managed_clusters, of status.compliance and of
-	// event.policy_events.
+	// event.policy_events and event.local_policy_events.
 	Hubs           int
 	Versions       int
 	Clusters       int
 	ComplianceRows int
 	Events         int
+	// ClusterEvents, LocalPolicies, AlertCounts and Migrations count the
+	// expected rows of the global-hub agent's tables:
+	// event.managed_cluster_events, status.local_policies,
+	// status.security_alert_counts and status.cluster_migrations.
+	ClusterEvents int
+	LocalPolicies int
+	AlertCounts   int
+	Migrations    int
 
 	// Differences is the number of differences found.
 	Differences int
@@ -202,8 +265,12 @@ func (r *Report) categories() []Category {
 // of hubs affected per category and the first differences.
 func (r *Report) Summary() string {
 	if r.OK() {
-		return fmt.Sprintf("database matches the expected state: %d hubs, %d bundle versions, %d managed clusters, %d compliance rows, %d policy events",
+		s := fmt.Sprintf("database matches the expected state: %d hubs, %d bundle versions, %d managed clusters, %d compliance rows, %d policy events",
 			r.Hubs, r.Versions, r.Clusters, r.ComplianceRows, r.Events)
+		if r.hasGlobalHubRows() {
+			s += ", " + r.globalHubSummary()
+		}
+		return s
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "database differs from the expected state of %d hubs: %s\n", r.Hubs, plural(r.Differences, "difference"))

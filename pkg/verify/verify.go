@@ -32,7 +32,7 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		if st == nil {
 			return nil, fmt.Errorf("verify: expected state of hub %q is nil", name)
 		}
-		for _, byPolicy := range []map[string]map[string][]string{st.Events, st.LocalPolicyEvents} {
+		for _, byPolicy := range []map[string]map[string][]string{st.Events, st.LocalPolicyEvents, st.LocalRootPolicyEvents, st.ManagedClusterEvents} {
 			for policy, clusters := range byPolicy {
 				for cluster, names := range clusters {
 					if !slices.IsSorted(names) {
@@ -52,7 +52,11 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		v.report.Versions += len(h.Versions)
 		v.report.Clusters += len(h.ManagedClusters)
 		v.report.ComplianceRows += h.ComplianceRows()
-		v.report.Events += h.PolicyEvents() + countEvents(h.LocalPolicyEvents)
+		v.report.Events += h.PolicyEvents() + countEvents(h.LocalPolicyEvents) + countEvents(h.LocalRootPolicyEvents)
+		v.report.ClusterEvents += countEvents(h.ManagedClusterEvents)
+		v.report.LocalPolicies += len(h.LocalPolicies)
+		v.report.AlertCounts += len(h.AlertCounts)
+		v.report.Migrations += countMigrations(h)
 	}
 	for _, check := range []struct {
 		table string
@@ -64,6 +68,9 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		{"event.policy_events", v.events},
 		{"event.local_policy_events", v.localEvents},
 		{"status.hub_info", v.hubInfo},
+		{"status.local_policies", v.localPolicies},
+		{"status.security_alert_counts", v.alertCounts},
+		{"status.cluster_migrations", v.migrations},
 		{"status.hub_heartbeats", v.heartbeats},
 		{"status.hubs", v.hubs},
 	} {
