@@ -35,6 +35,7 @@ func (s *simFlags) bind(fs interface {
 	Float64Var(*float64, string, float64, string)
 	StringVar(*string, string, string, string)
 	Uint64Var(*uint64, string, uint64, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
 }) {
 	fs.IntVar(&s.cfg.Hubs, "hubs", 50, "number of simulated hubs")
 	fs.IntVar(&s.cfg.Clusters, "clusters", 20, "managed clusters per hub")
@@ -45,8 +46,14 @@ func (s *simFlags) bind(fs interface {
 	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do; globalhub sends the multicluster global-hub agent's events (read with --profiles globalhub)")
 	fs.Float64Var(&s.cfg.RestartProbability, "restart-probability", 0, "chance per hub and round of an agent restart (0 = default 0.05, negative = never)")
 	fs.Uint64Var(&s.cfg.FirstIncarnation, "first-incarnation", 0, "incarnation agents start with (raise it to simulate again into a database holding an earlier run)")
-	fs.StringVar(&s.cfg.Topic, "topic", "", "topic to publish to (default "+sim.DefaultTopic+"; with --agent globalhub a topic per hub, "+sim.GlobalHubTopicPrefix+"<hub>)")
+	fs.StringVar(&s.cfg.Topic, "topic", "", "topic to publish to (default "+sim.DefaultTopic+"; with --agent globalhub a topic per hub, "+sim.GlobalHubTopicPrefix+"<hub>, or the shared "+sim.GlobalHubSharedTopic+" keyed by event type)")
 	fs.StringVar(&s.prefix, "type-prefix", transport.DefaultTypePrefix, "CloudEvents type prefix")
+	gh := &s.cfg.GlobalHub
+	fs.StringVar(&gh.SendMode, "event-send-mode", sim.SendModeBatch, "with --agent globalhub: how the event types are sent, as the agent's --event-send-mode: batch (data an array), single (a CloudEvent per event), or mixed (every other hub single)")
+	fs.IntVar(&gh.ResyncEvery, "gh-resync-every", 0, fmt.Sprintf("with --agent globalhub: rounds between periodic resyncs of managedcluster and policy.localspec, upstream every 6 h (0 = default %d, negative = only when the agent starts)", sim.DefaultResyncEvery))
+	fs.IntVar(&gh.FrameBytes, "gh-frame-bytes", 0, fmt.Sprintf("with --agent globalhub: largest generic bundle frame and event batch in bytes (0 = upstream's %d)", sim.DefaultFrameBytes))
+	fs.IntVar(&gh.ChunkBytes, "gh-chunk-bytes", 0, fmt.Sprintf("with --agent globalhub: data above this many bytes is sent in chunks (0 = upstream's %d)", sim.DefaultChunkBytes))
+	fs.DurationVar(&gh.ClockSkew, "gh-clock-skew", 0, fmt.Sprintf("with --agent globalhub: how far a restarted agent's clock may be behind the run before's (0 = default %s, negative = none)", sim.DefaultClockSkew))
 }
 
 func simulateCmd(ctx context.Context, args []string) error {
@@ -55,7 +62,7 @@ func simulateCmd(ctx context.Context, args []string) error {
 	s.bind(fs)
 	fs.StringVar(&s.brokers, "kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap servers")
 	fs.StringVar(&s.expected, "expected", "expected.json", "file to write the expected final state to")
-	fs.Float64Var(&s.cfg.LoseProbability, "lose-probability", 0, "chance that a compliance report a delta follows is lost (never published), so that its deltas name a base the bridge never reads")
+	fs.Float64Var(&s.cfg.LoseProbability, "lose-probability", 0, "chance that a compliance report a delta follows is lost (never published), so that its deltas name a base the bridge never reads; with --agent globalhub, that a managedcluster or policy.localspec frame of changes is lost, which only the next periodic resync repairs")
 	fs.StringVar(&s.resyncTopic, "resync-topic", "", "after the rounds, answer the bridge's resync requests on this topic (the bridge's --resync-topic) as agents do, with a complete bundle at a new generation")
 	fs.DurationVar(&s.resyncQuiet, "resync-quiet", 15*time.Second, "with --resync-topic: stop answering once no request came for this long")
 	if err := parseFlags(fs, args); err != nil {
@@ -77,11 +84,18 @@ func simulateCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	lost := ""
-	if s.cfg.LoseProbability > 0 || s.resyncTopic != "" {
+	if (s.cfg.LoseProbability > 0 && exp.GlobalHub == nil) || s.resyncTopic != "" {
 		lost = fmt.Sprintf(", %d reports lost, %d resyncs answered", exp.Lost, exp.Resyncs)
 	}
 	fmt.Printf("simulate: %d hubs, %d messages (%v), %d agent restarts%s in %.1fs; expected state in %s\n",
 		len(exp.Hubs), exp.Messages, exp.MessagesByType, exp.Restarts, lost, time.Since(start).Seconds(), s.expected)
+	if g := exp.GlobalHub; g != nil {
+		fmt.Printf("simulate: global-hub agents: %d restarts (%d with the clock set back), %d resyncs in %d frames, %d frames lost, "+
+			"%d duplicates, %d late copies, %d copies of an earlier run's first events, %d events in %d chunks, %d single events, "+
+			"%d infos without a clusterId, %d migrations, %d migration resyncs\n",
+			g.Restarts, g.SkewedRestarts, g.Resyncs, g.ResyncFrames, g.Lost, g.Duplicates, g.LateCopies, g.EarlierRunCopies,
+			g.ChunkedEvents, g.Chunks, g.SingleEvents, g.InfosWithoutClusterID, g.Migrations, g.MigrationResyncs)
+	}
 	return nil
 }
 
