@@ -59,6 +59,13 @@ type ghType struct {
 	dependsOn string
 	// events: the data is an event object or an array of them (sendmode).
 	events bool
+	// ticks: the generation grows on every send tick, also when nothing
+	// is sent (agent/pkg/status/emitters: object and event emitters call
+	// Next in every Send), so a run's first event may have any generation.
+	// The other types' emitters move the generation only after a send
+	// (agent/pkg/status/generic/generic_emitter.go: PostSend), so their
+	// runs start at generation 0 and nothing else starts one.
+	ticks bool
 }
 
 // ghTypes are the global-hub event types the bridge stores, by the type
@@ -67,13 +74,13 @@ type ghType struct {
 var ghTypes = map[string]ghType{
 	"managedhub.heartbeat":           {},
 	"managedhub.info":                {},
-	"managedcluster":                 {},
-	"policy.localspec":               {},
+	"managedcluster":                 {ticks: true},
+	"policy.localspec":               {ticks: true},
 	"policy.localcompliance":         {byValue: true},
 	"policy.localcompletecompliance": {dependsOn: "policy.localcompliance"},
-	"event.localrootpolicy":          {events: true},
-	"event.localreplicatedpolicy":    {events: true},
-	"event.managedcluster":           {events: true},
+	"event.localrootpolicy":          {events: true, ticks: true},
+	"event.localreplicatedpolicy":    {events: true, ticks: true},
+	"event.managedcluster":           {events: true, ticks: true},
 	"security.alertcounts":           {},
 	"managedclustermigration":        {},
 }
@@ -100,6 +107,10 @@ var ghSkipped = map[string]bool{
 // when its version is older than the newest one read of the current run
 // and its id was never read: a copy of an earlier event (a producer
 // retry, a late copy of an earlier run's first event) has the id it had.
+// For the types whose generation moves only after a send (ghType.ticks
+// unset), the event must also be of generation 0, as every run of theirs
+// starts there: an older copy whose id this process never read (its
+// original came before a restart of the bridge) is then stale, not a run.
 // A new run is numbered one above the current one, so it is newer than
 // every run before it in that partition: the order is total, and no
 // sender clock enters it.
@@ -305,12 +316,22 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		}
 		return bundle.Version{}, ""
 	}
+	if t.dependsOn != "" {
+		// On the base's own partition (a per-hub topic) the order is the
+		// agent's: an event before the base's newest one read (or
+		// written, restored) was computed on an older base, and is read
+		// again only after a restart or a rebalance. It is stale; it must
+		// not number a run either.
+		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.hasRead && samePartition(base.read, o) && o.Offset < base.read.Offset {
+			return bundle.Version{}, ""
+		}
+	}
 	r.read, r.hasRead = o, true
 	if run, ok := r.seen(id); ok {
 		// A copy of an event read before: the version it had.
 		return t.pack(run, a), ""
 	}
-	if !r.hasLatest || t.less(a, r.latest) {
+	if !r.hasLatest || (t.less(a, r.latest) && (t.ticks || a.generation == 0)) {
 		g.newRun(hub, t, r)
 		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true})
 		r.latest, r.hasLatest = a, true

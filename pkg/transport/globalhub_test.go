@@ -335,6 +335,21 @@ func TestGlobalHubRestoreAndReplay(t *testing.T) {
 	if v := (ghRead{typ: "managedcluster", version: "0.0", id: "r3-0", offset: 17, at: t0.Add(-time.Hour)}).decode(t, gh).Version; !v.Newer(last.Version) {
 		t.Fatalf("a restart maps to %v, not newer than %v", v, last.Version)
 	}
+
+	// localcompliance's generation moves only after a send
+	// (agent/pkg/status/generic/generic_emitter.go: PostSend calls Next),
+	// so its runs start at generation 0: a late copy of an earlier event
+	// of the run, whose original this process never read, is stale, not
+	// a restart (which would take the compliance back and leave the
+	// complete compliance waiting on the wrong run).
+	lc := ghRead{typ: "policy.localcompliance", version: "6.9", id: "lc-9", offset: 30, at: t0}.decode(t, before)
+	gh.Restore("hub1", dbsyncers.GHLocalCompliance, lc.Version, lc.Origin, []string{"lc-0"})
+	if v := (ghRead{typ: "policy.localcompliance", version: "3.5", id: "lc-5", offset: 31, at: t0}).decode(t, gh).Version; !lc.Version.Newer(v) {
+		t.Fatalf("a copy of an earlier localcompliance maps to %v, not older than %v", v, lc.Version)
+	}
+	if v := (ghRead{typ: "policy.localcompliance", version: "0.1", id: "lc-r", offset: 32, at: t0}).decode(t, gh).Version; !v.Newer(lc.Version) {
+		t.Fatalf("a restart of localcompliance maps to %v, not newer than %v", v, lc.Version)
+	}
 }
 
 // TestGlobalHubCompleteComplianceRuns: localcompletecompliance names the
