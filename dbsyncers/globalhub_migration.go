@@ -47,7 +47,19 @@ func decodeMigration(data []byte) (any, error) {
 			return nil, badPayload(fmt.Errorf("%s: %w", GHMigration, err))
 		}
 	}
-	p.Object = json.RawMessage(data)
+	// The payload column keeps the data as the agent sent it: the id and
+	// stage the transport added from the extensions are columns.
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		return nil, badPayload(fmt.Errorf("%s: %w", GHMigration, err))
+	}
+	delete(members, "migrationId")
+	delete(members, "stage")
+	obj, err := json.Marshal(members)
+	if err != nil {
+		return nil, badPayload(fmt.Errorf("%s: %w", GHMigration, err))
+	}
+	p.Object = obj
 	return &p, nil
 }
 
