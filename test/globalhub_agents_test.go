@@ -1,0 +1,214 @@
+//go:build stb_agents
+
+// The global-hub agents' acceptance tests, behind the stb_agents tag
+// (`make test-agents`): they run the simulator of upstream's agent with
+// every fault and feature against the bridge, and do not all pass yet
+// (issue 19 is open: the stop note lists what differs).
+
+package test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stbridge/stb/pkg/sim"
+)
+
+func ghSimArgs(hubs, generations, seed string) []string {
+	return []string{"--agent", "globalhub", "--hubs", hubs, "--clusters", "6", "--generations", generations,
+		"--restart-probability", "0.15", "--lose-probability", "0.2", "--event-send-mode", sim.SendModeMixed,
+		"--gh-frame-bytes", "1500", "--gh-chunk-bytes", "1000", "--gh-resync-every", "5", "--seed", seed}
+}
+
+// checkGHRun fails the test unless the simulation exercised every fault
+// and feature it is meant to.
+func (e *env) checkGHRun(expected string) {
+	e.t.Helper()
+	exp, err := sim.ReadExpected(expected)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	g := exp.GlobalHub
+	if g == nil {
+		e.t.Fatal("not a global-hub run")
+	}
+	for what, n := range map[string]int{
+		"restarts": g.Restarts, "restarts with the clock set back": g.SkewedRestarts, "resync frames": g.ResyncFrames,
+		"lost frames": g.Lost, "duplicates": g.Duplicates, "late copies": g.LateCopies,
+		"copies of an earlier run's first events": g.EarlierRunCopies, "chunks": g.Chunks, "single events": g.SingleEvents,
+		"infos without a clusterId": g.InfosWithoutClusterID, "migrations": g.Migrations,
+		"clustergroupupgrade events": exp.MessagesByType[sim.TypeGHCGUEvent],
+		"security.alertcounts":       exp.MessagesByType[sim.TypeGHAlertCounts],
+		"policy.localspec":           exp.MessagesByType[sim.TypeGHLocalSpec],
+	} {
+		if n == 0 {
+			e.t.Errorf("the simulation had no %s; pick another seed", what)
+		}
+	}
+	if g.ResyncFrames <= 2*g.Resyncs {
+		e.t.Errorf("%d resyncs in %d frames: want several resync frames per resync", g.Resyncs, g.ResyncFrames)
+	}
+}
+
+// noDeadLetters fails the test if the bridge dead-lettered anything: a
+// copy is stale or harmless, a clustergroupupgrade skipped, never bad.
+func (e *env) noDeadLetters() {
+	e.t.Helper()
+	rows, err := e.pool.Query(context.Background(), `SELECT reason, count(*) FROM status.dead_letters GROUP BY reason`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var reason string
+		var n int
+		if err := rows.Scan(&reason, &n); err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Errorf("%d dead letters of reason %s, want none", n, reason)
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// createTopic creates a topic of the given partitions on the env's broker.
+func (e *env) createTopic(name string, partitions int32) {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		e.t.Fatalf("create topic %s: %v", name, err)
+	}
+}
+
+// partitionsWritten returns the number of partitions of topic that hold
+// records.
+func (e *env) partitionsWritten(topic string) int {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		e.t.Fatalf("metadata of topic %s: %+v", topic, mresp.Topics)
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, p := range mresp.Topics[0].Partitions {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p.Partition, -1 // latest
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				e.t.Fatalf("list offsets of %s/%d: %v", topic, p.Partition, err)
+			}
+			if p.Offset > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// The bridge's flags to read the global-hub agents' topics.
+var (
+	ghHubTopics   = []string{"--kafka-topics", `^gh-status\..*`, "--profiles", "globalhub"}
+	ghSharedTopic = []string{"--kafka-topics", sim.GlobalHubSharedTopic, "--profiles", "globalhub"}
+)
+
+// TestGlobalHubAgent: hubs that send what the multicluster global-hub
+// agent sends, each on its own topic of one partition (ghSimArgs: every
+// type, restarts with clocks set back, resync frames, lost frames, chunks,
+// single events, copies), read through the globalhub profile as a
+// backlog, with a bridge restart half way that replays from the stored
+// offsets. The database must end with every hub's state and no dead
+// letter: a copy is stale or harmless, not bad.
+func TestGlobalHubAgent(t *testing.T) {
+	e := newEnv(t, 1) // auto-created hub topics of one partition
+	exp := e.simulate("gh", ghSimArgs("20", "30", "61")...)
+	e.checkGHRun(exp)
+	b := e.startBridge(append(ghHubTopics, "--db-pool-size", "2")...)
+	e.waitFirstCommit(time.Minute)
+	b.stop(30 * time.Second)
+	b2 := e.startBridge(ghHubTopics...)
+	e.waitVerified(exp, 3*time.Minute)
+	b2.stop(30 * time.Second)
+	e.noDeadLetters()
+}
+
+// TestGlobalHubAgentSharedTopicBacklog: the same agents on the one shared
+// topic gh-status of four partitions, keyed by event type, so one hub's
+// types spread over the partitions and a complete compliance can be read
+// before its base; read as a backlog by a bridge started after the
+// publishing, stopped half way and started again.
+func TestGlobalHubAgentSharedTopicBacklog(t *testing.T) {
+	e := newEnv(t, 1)
+	e.createTopic(sim.GlobalHubSharedTopic, 4)
+	exp := e.simulate("gh-shared", append(ghSimArgs("12", "30", "62"), "--topic", sim.GlobalHubSharedTopic)...)
+	e.checkGHRun(exp)
+	if n := e.partitionsWritten(sim.GlobalHubSharedTopic); n < 2 {
+		t.Fatalf("the agents' types went to %d partition(s) of %s", n, sim.GlobalHubSharedTopic)
+	}
+	b := e.startBridge(append(ghSharedTopic, "--db-pool-size", "2")...)
+	e.waitFirstCommit(time.Minute)
+	b.stop(30 * time.Second)
+	b2 := e.startBridge(ghSharedTopic...)
+	e.waitVerified(exp, 3*time.Minute)
+	b2.stop(30 * time.Second)
+	e.noDeadLetters()
+}
+
+// TestGlobalHubAgentSharedTopicLive: the shared topic read live, by a
+// bridge started first, while the agents publish over several seconds.
+func TestGlobalHubAgentSharedTopicLive(t *testing.T) {
+	e := newEnv(t, 1)
+	e.createTopic(sim.GlobalHubSharedTopic, 4)
+	b := e.startBridge(ghSharedTopic...)
+	b.waitReady(time.Minute)
+	run := e.simulateAsync("gh-live", append(ghSimArgs("12", "30", "63"), "--topic", sim.GlobalHubSharedTopic, "--rate", "600")...)
+	exp := run.wait(t, 3*time.Minute)
+	e.checkGHRun(exp)
+	e.waitVerified(exp, 3*time.Minute)
+	b.stop(30 * time.Second)
+	e.noDeadLetters()
+}
