@@ -148,9 +148,9 @@ type runState struct {
 	// starts are the first events of the latest runs, oldest first, at
 	// most maxRuns. A start restored from the database has no position.
 	starts []runStart
-	// recent are the ids read last (hashed), with their runs: a copy of
+	// recent are the ids read last (hashed), oldest first: a copy of
 	// one of them is never a new run.
-	recent []seenID
+	recent []uint64
 	// read is where the newest event of the type was read (or, restored,
 	// written): an event read again at or before it, in the same
 	// partition, was read before and is mapped as it was then.
@@ -165,13 +165,16 @@ type runStart struct {
 	hasPos bool
 }
 
-type seenID struct{ hash, run uint64 }
-
 const (
 	// maxRuns bounds the run starts kept per hub and type (and stored).
 	maxRuns = 4
-	// maxRecent bounds the ids kept per hub and type for copies.
-	maxRecent = 8
+	// maxRecent bounds the ids kept per hub and type for copies, and
+	// maxRecentObjects for the object emitters' types, whose resyncs send
+	// dozens of frames at one version: a late copy of an earlier run's
+	// frame can carry the version the new run is at, and only its id
+	// tells it from the new run's frames.
+	maxRecent        = 16
+	maxRecentObjects = 64
 	// maxAgentGeneration is the largest generation the profile can order
 	// (it shares the incarnation with the run number).
 	maxAgentGeneration = 1<<32 - 1
@@ -189,6 +192,14 @@ func (t ghType) less(a, b agentVersion) bool {
 		return a.value < b.value
 	}
 	return a.generation < b.generation
+}
+
+// recentLimit is how many ids read last the profile keeps for the type.
+func (t ghType) recentLimit() int {
+	if t.ticks && !t.events {
+		return maxRecentObjects
+	}
+	return maxRecent
 }
 
 // restarts reports whether an event at a, whose id was never read, starts
@@ -283,28 +294,28 @@ func (r *runState) addStart(s runStart) {
 	}
 }
 
-func (r *runState) remember(id string, run uint64) {
-	if len(r.recent) == maxRecent {
-		copy(r.recent, r.recent[1:])
-		r.recent = r.recent[:maxRecent-1]
+func (r *runState) remember(id string, limit int) {
+	if len(r.recent) >= limit {
+		n := copy(r.recent, r.recent[len(r.recent)-limit+1:])
+		r.recent = r.recent[:n]
 	}
-	r.recent = append(r.recent, seenID{hashID(id), run})
+	r.recent = append(r.recent, hashID(id))
 }
 
-// seen returns the run an id was read in, if it is one the state knows.
-func (r *runState) seen(id string) (uint64, bool) {
+// seen reports whether an id was read before: the first event of a known
+// run (with that run), or one of the ids read last (a copy: stale, as its
+// original was read and is written or replaced).
+func (r *runState) seen(id string) (run uint64, start, ok bool) {
 	for _, s := range r.starts {
 		if s.id == id {
-			return s.run, true
+			return s.run, true, true
 		}
 	}
 	h := hashID(id)
-	for _, s := range r.recent {
-		if s.hash == h {
-			return s.run, true
-		}
+	if slices.Contains(r.recent, h) {
+		return 0, false, true
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // startID returns the id of the current run's first event, if known.
@@ -343,9 +354,14 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		}
 	}
 	r.read, r.hasRead = o, true
-	if run, ok := r.seen(id); ok {
-		// A copy of an event read before: the version it had.
-		return t.pack(run, a), ""
+	if run, start, ok := r.seen(id); ok {
+		// A copy of an event read before. The first event of the current
+		// run keeps its version (equal or older than what was read since);
+		// any other copy is stale: its original is written or replaced.
+		if start && run == r.run {
+			return t.pack(run, a), ""
+		}
+		return bundle.Version{}, ""
 	}
 	if !r.hasLatest || t.restarts(a, r.latest) {
 		g.newRun(hub, t, r)
@@ -354,7 +370,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 	} else if t.less(r.latest, a) {
 		r.latest = a
 	}
-	r.remember(id, r.run)
+	r.remember(id, t.recentLimit())
 	return t.pack(r.run, a), r.startID()
 }
 
