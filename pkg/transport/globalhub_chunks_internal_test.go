@@ -55,9 +55,15 @@ func TestChunkAssembler(t *testing.T) {
 	incomplete := func(first polled, err error) { given = append(given, err.Error()) }
 
 	// Two hubs' chunked events interleaved on the shared topic's
-	// partition, as the agent's producers of several hubs make them.
+	// partition, as the agent's producers of several hubs make them: the
+	// agent's client gives every chunk an id of its own
+	// (pkg/transport/producer/generic_producer.go never sets one; sdk-go's
+	// defaulter sets a new UUID per send), hub2's here.
 	a := chunked(t, "hub1", "ev-1", data1, 50, 0, 10)
-	b := chunked(t, "hub2", "ev-2", data2, 50, 0, 20)
+	b := chunked(t, "hub2", "", data2, 50, 0, 20)
+	if id0, _ := header(b[0], headerID); id0 == "" || len(b) < 2 || func() bool { id1, _ := header(b[1], headerID); return id1 == id0 }() {
+		t.Fatal("hub2's chunks do not have ids of their own")
+	}
 	var order []*kafka.Message
 	for i := range max(len(a), len(b)) {
 		if i < len(a) {
