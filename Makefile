@@ -96,10 +96,6 @@ test: postgres chromium
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(TEST_FUZZTIME)
 
-## test-agents: the global-hub agents' acceptance tests (simulator of upstream's agent, every fault; tag stb_agents)
-test-agents: postgres
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags stb_agents -run 'TestGlobalHubAgent' $(TESTFLAGS) ./test
-
 # Each Fuzz target runs this many inputs inside `make test`; `make fuzz-short FUZZTIME=5m` fuzzes longer.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can fail a target with a bare
 # "context deadline exceeded" when the time runs out while a worker is mid-input on a loaded machine

@@ -1,9 +1,6 @@
-//go:build stb_agents
-
-// The global-hub agents' acceptance tests, behind the stb_agents tag
-// (`make test-agents`): they run the simulator of upstream's agent with
-// every fault and feature against the bridge, and do not all pass yet
-// (issue 19 is open: the stop note lists what differs).
+// The global-hub agents' acceptance tests: the simulator of upstream's
+// agent (pkg/sim/globalhub.go) with every fault and feature, against the
+// bridge, on per-hub topics and on the shared topic.
 
 package test
 

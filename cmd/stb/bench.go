@@ -17,6 +17,7 @@ func benchCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&c.Clusters, "clusters", c.Clusters, "managed clusters per simulated hub")
 	fs.IntVar(&c.Policies, "policies", c.Policies, "policies per simulated hub (0: the simulator's default; negative: none)")
 	fs.StringVar(&c.Agent, "agent", c.Agent, "simulated agents: stb; hoh (fully compliant policies left out of compliance reports); globalhub (the global-hub agent's events, a topic of one partition per hub; --scenario catch-up only)")
+	fs.BoolVar(&c.GHSharedTopic, "gh-shared-topic", c.GHSharedTopic, "with --agent globalhub: the agents publish to one shared topic of --partitions partitions, keyed by event type, as with a Kafka of one's own")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long the producers publish in the overload and steady scenarios")
 	fs.DurationVar(&c.BaselineLimit, "baseline-limit", c.BaselineLimit, "stop the baseline (--conflation=false) after this long and extrapolate its total time from its throughput; 0 runs it to the end")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest any one variant may take")

@@ -37,7 +37,11 @@ type Config struct {
 	// globalhub. The global-hub agents publish each to a topic of its own
 	// (gh-status.<hub>, one partition: their event types of one hub are
 	// ordered only within a partition), in the catch-up scenario only.
-	Agent          string
+	Agent string
+	// GHSharedTopic makes the global-hub agents publish to one shared
+	// topic of Partitions partitions (a Kafka of one's own: gh-status),
+	// keyed by event type, instead of a topic of one partition per hub.
+	GHSharedTopic  bool
 	Duration       time.Duration
 	BaselineLimit  time.Duration
 	Timeout        time.Duration
@@ -174,6 +178,9 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub))
 	}
+	if c.GHSharedTopic && c.Agent != sim.AgentGlobalHub {
+		errs = append(errs, errors.New("--gh-shared-topic needs --agent globalhub"))
+	}
 	if c.MaxBufferedBytes < 0 {
 		errs = append(errs, errors.New("--max-buffered-bytes must not be negative"))
 	}
@@ -218,8 +225,10 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 		}
 		// The agents' topics are made when they first publish, with the
 		// broker's default number of partitions: one, as the agent's
-		// order of types needs.
-		partitions = 1
+		// order of types needs. The shared topic is the scenario's own.
+		if !c.GHSharedTopic {
+			partitions = 1
+		}
 	}
 	report := &benchReport{Started: time.Now(), Command: c.Command, Machine: e.machine(ctx)}
 	var topics []string
