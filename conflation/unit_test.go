@@ -328,3 +328,32 @@ func TestLastErrorKept(t *testing.T) {
 		t.Fatalf("after the retry applied: last error %q %.1fs ago, retries %d", ts.LastError, ts.LastErrorAgeSec, ts.Retries)
 	}
 }
+
+// TestTakesEqualVersions: a type that takes equal versions (the
+// global-hub agent's: the frames of a resync share one extversion,
+// agent/pkg/status/emitters/object_emitter.go) queues every bundle at the
+// version already seen, in order, and still drops an older one.
+func TestTakesEqualVersions(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	m, err := NewManager(Config{Types: []bundle.TypeInfo{{Name: "frames", Kind: bundle.Stream, TakesEqual: true}}, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, m: m, done: &doneSet{}, clock: clock}
+	f.insert("hub1", "frames", v(1, 4), nil)
+	f.insert("hub1", "frames", v(1, 4), nil)
+	old := f.insert("hub1", "frames", v(1, 3), nil)
+	f.insert("hub1", "frames", v(1, 4), nil)
+	j := f.take()
+	if got := versions(j); !slices.Equal(got, []bundle.Version{v(1, 4), v(1, 4), v(1, 4)}) {
+		t.Fatalf("job versions %v, want three frames at 1.4", got)
+	}
+	if f.done.count(old.Origin.Offset) != 1 {
+		t.Fatal("the older bundle was not dropped")
+	}
+	f.m.Report(j, Applied)
+	f.insert("hub1", "frames", v(1, 4), nil)
+	if got := versions(f.take()); !slices.Equal(got, []bundle.Version{v(1, 4)}) {
+		t.Fatalf("after the write, a frame at the written version: job %v", got)
+	}
+}
