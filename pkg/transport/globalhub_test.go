@@ -201,6 +201,27 @@ func TestGlobalHubDecode(t *testing.T) {
 	}
 }
 
+// TestGlobalHubSkipsTypesNotStored: event.clustergroupupgrade is a type
+// the agent sends (agent/pkg/status/syncers/events/
+// clustergroupupgrade_event_emitter.go) and upstream's manager registers
+// no handler for; an info without clusterId is one its manager ignores
+// (manager/pkg/status/handlers/managedhub/hub_cluster_info_handler.go).
+// Both are skipped, counted, and never dead letters: a healthy agent must
+// not page anyone.
+func TestGlobalHubSkipsTypesNotStored(t *testing.T) {
+	cgu := ghEvent("gh-status.hub1", "hub1", "event.managedcluster")
+	cgu.Type = "event.clustergroupupgrade"
+	cgu.Data = []byte(`[{"eventNamespace":"ztp-install","eventName":"cgu-1.17f","eventAnnotations":{},"cguName":"cgu-1","leafHubName":"hub1","message":"completed","reason":"CguSuccess","reportingController":"cgu-controller","reportingInstance":"","type":"Normal","createdAt":"2025-10-23T02:32:06Z"}]`)
+	info := ghEvent("gh-status.hub1", "hub1", "managedhub.info")
+	info.Data = []byte(`{"consoleURL":"https://console-openshift-console.apps.x.com","grafanaURL":"","mchVersion":"","clusterId":""}`)
+	for i, e := range []transport.GlobalHubEvent{cgu, info} {
+		b, rej := transport.NewGlobalHub().Decode(consumed(ghEncode(t, e), 0, int64(i)), ghRules(t), time.Now())
+		if b != nil || rej == nil || !rej.Skipped || rej.Reason != "" {
+			t.Fatalf("%s: bundle %+v, reject %+v; want skipped, no reason", e.Type, b, rej)
+		}
+	}
+}
+
 // TestGlobalHubSharedTopic: on the shared gh-status topic (or any topic not
 // per hub) the source alone names the hub, and the key is the event type.
 func TestGlobalHubSharedTopic(t *testing.T) {
@@ -441,6 +462,9 @@ func FuzzGlobalHubDecode(f *testing.F) {
 			t.Fatalf("bundle %v and reject %v: want exactly one", b, rej)
 		}
 		if rej != nil {
+			if rej.Skipped && rej.Reason == "" && rej.Err != nil {
+				return // a type known and not stored
+			}
 			if rej.Reason == "" || rej.Err == nil {
 				t.Fatalf("reject without reason or error: %+v", rej)
 			}
