@@ -45,7 +45,9 @@ func readAndDecode(ctx context.Context, brokers string, topics []string, group s
 		for msg := range queue {
 			b, rej := dec.decode(msg, dec.rules, time.Now())
 			if rej != nil {
-				rejected++
+				if !rej.Skipped { // a type known and not stored is no reject
+					rejected++
+				}
 				continue
 			}
 			if keep != nil {
