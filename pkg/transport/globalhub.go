@@ -119,9 +119,9 @@ var ghSkipped = map[string]bool{
 // Generation: value}: run first, then the agent's own order. The types
 // ordered by value alone (policy.localcompliance, which
 // localcompletecompliance names by value) leave the generation out. A
-// localcompletecompliance run is numbered as the localcompliance run it
-// was computed in (see newRun), so that its extdependencyversion maps to
-// that run's localcompliance version.
+// localcompletecompliance run is linked to the localcompliance run it was
+// computed in (see newRun), so that its extdependencyversion maps to that
+// run's localcompliance version.
 //
 // What the profile learns is also what the database keeps: the version
 // (run and agent version), where the event was read, and the ids of the
@@ -156,6 +156,13 @@ type runState struct {
 	// partition, was read before and is mapped as it was then.
 	read    bundle.Origin
 	hasRead bool
+
+	// link is, for a type that depends on another, the base's run the
+	// current run is linked to (see newRun); linkSure says it was derived
+	// from the order the base's runs were read in, not guessed from what
+	// a restart of the bridge restored.
+	link              uint64
+	linkSet, linkSure bool
 }
 
 type runStart struct {
@@ -207,15 +214,16 @@ func (t ghType) recentLimit() int {
 // or object emitter's run (ticks) may start at any generation, and one
 // version is sent on several events (resync frames, single events): only
 // an older version starts a run. The other emitters send one event per
-// version and start every run at generation 0: an event of generation 0
-// at or below the newest version starts a run (the old run may have sent
-// just "0.5", and the new one's first event is "0.5" again), an older one
-// of another generation is a copy.
+// version and move the generation after every send, so generation 0 is
+// the first event of a run and only that (the old run may have sent just
+// "0.4" and the new one's first event be "0.5"); an event of another
+// generation whose id was never read is a copy of one this process never
+// saw.
 func (t ghType) restarts(a, latest agentVersion) bool {
 	if t.ticks {
 		return t.less(a, latest)
 	}
-	return a.generation == 0 && !t.less(latest, a)
+	return a.generation == 0
 }
 
 // pack maps an agent version of a run to the bundle's version.
@@ -272,6 +280,7 @@ func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.
 		return
 	}
 	r.run, r.latest, r.hasLatest = run, a, true
+	r.linkSet = false // guessed again at the next use (linkOf)
 	if at.Offset >= 0 && at.Topic != "" {
 		r.read, r.hasRead = at, true
 	}
@@ -327,8 +336,10 @@ func (r *runState) startID() string {
 }
 
 // version maps an event of a hub's type, read at o, to its bundle
-// version and the id of its run's first event. See GlobalHub.
-func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id string, o bundle.Origin) (bundle.Version, string) {
+// version, the id of its run's first event, and, for a type that depends
+// on another, the base's run its extdependencyversion names values in.
+// See GlobalHub.
+func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id string, o bundle.Origin) (v bundle.Version, runID string, link uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
@@ -338,10 +349,13 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// it was written or replaced before what the database holds.
 		for i := len(r.starts) - 1; i >= 0; i-- {
 			if s := r.starts[i]; s.hasPos && samePartition(s.at, o) && s.at.Offset <= o.Offset {
-				return t.pack(s.run, a), s.id
+				if t.dependsOn != "" && s.run == r.run {
+					link = g.linkOf(hub, t, r)
+				}
+				return t.pack(s.run, a), s.id, link
 			}
 		}
-		return bundle.Version{}, ""
+		return bundle.Version{}, "", 0
 	}
 	if t.dependsOn != "" {
 		// On the base's own partition (a per-hub topic) the order is the
@@ -350,7 +364,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// again only after a restart or a rebalance. It is stale; it must
 		// not number a run either.
 		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.hasRead && samePartition(base.read, o) && o.Offset < base.read.Offset {
-			return bundle.Version{}, ""
+			return bundle.Version{}, "", 0
 		}
 	}
 	r.read, r.hasRead = o, true
@@ -359,41 +373,100 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// run keeps its version (equal or older than what was read since);
 		// any other copy is stale: its original is written or replaced.
 		if start && run == r.run {
-			return t.pack(run, a), ""
+			if t.dependsOn != "" {
+				link = g.linkOf(hub, t, r)
+			}
+			return t.pack(run, a), "", link
 		}
-		return bundle.Version{}, ""
+		return bundle.Version{}, "", 0
 	}
 	if !r.hasLatest || t.restarts(a, r.latest) {
-		g.newRun(hub, t, r)
+		g.newRun(hub, short, t, r)
 		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true})
 		r.latest, r.hasLatest = a, true
 	} else if t.less(r.latest, a) {
 		r.latest = a
 	}
 	r.remember(id, t.recentLimit())
-	return t.pack(r.run, a), r.startID()
+	if t.dependsOn != "" {
+		link = g.linkOf(hub, t, r)
+	}
+	return t.pack(r.run, a), r.startID(), link
 }
 
-// newRun moves r to a new run, newer than every run before it. A type
-// that depends on another (localcompletecompliance on localcompliance)
-// numbers its runs as the base type's runs: its new run is the base's
-// newest run when no earlier run of its own was numbered so, else the
-// base's next one (this type's partition was read ahead of the base's),
-// so that extdependencyversion, which names the base by value within the
-// agent's run, maps to the base's version in that run. g.mu is held.
-func (g *GlobalHub) newRun(hub string, t ghType, r *runState) {
-	next := r.run + 1
-	if t.dependsOn != "" {
-		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.run > r.run {
-			next = base.run
+// newRun moves r to a new run, numbered one above the current one, newer
+// than every run before it.
+//
+// A type that depends on another (localcompletecompliance on
+// localcompliance) also links its new run to one of the base's runs, the
+// one its extdependencyversion names values in: the base's newest run when
+// no earlier run of this type was linked to it; else, when that earlier
+// link was sure, the base's next run (this type's partition is read ahead
+// of the base's); else (the earlier link was a guess: a restart of the
+// bridge restored the base past this type, whose partition replays runs
+// the base is already past) the base's newest run again. On a hub's own
+// topic, one partition, the base's new run is read first and the link is
+// exact. A base's run starting in this process re-links a dependent run
+// linked by a guess to an older one (linkBase). g.mu is held.
+func (g *GlobalHub) newRun(hub, short string, t ghType, r *runState) {
+	r.run++
+	if t.dependsOn == "" {
+		g.relinkDependents(hub, short, r.run)
+		return
+	}
+	base := g.runs[runKey{hub, t.dependsOn}]
+	baseRun := uint64(0)
+	if base != nil {
+		baseRun = base.run
+	}
+	switch {
+	case baseRun == 0:
+		// No run of the base known yet: its first.
+		r.link, r.linkSure = 1, true
+	case !r.linkSet || baseRun > r.link:
+		r.link, r.linkSure = baseRun, base.witnessed(baseRun)
+	case r.linkSure:
+		r.link = r.link + 1
+	default:
+		r.link, r.linkSure = baseRun, base.witnessed(baseRun)
+	}
+	r.linkSet = true
+}
+
+// witnessed reports whether run's first event was read by this process.
+func (r *runState) witnessed(run uint64) bool {
+	return slices.ContainsFunc(r.starts, func(s runStart) bool { return s.run == run && s.hasPos })
+}
+
+// relinkDependents moves the runs of the types that depend on t, linked by
+// a guess to an older run of t's, to t's new run. g.mu is held.
+func (g *GlobalHub) relinkDependents(hub, base string, run uint64) {
+	for short, dt := range ghTypes {
+		if dt.dependsOn != base {
+			continue
+		}
+		if d := g.runs[runKey{hub, short}]; d != nil && d.linkSet && !d.linkSure && d.link < run {
+			d.link = run
 		}
 	}
-	r.run = next
+}
+
+// linkOf returns the base run r's current run is linked to, guessing the
+// base's newest run when nothing linked it in this process (a restart of
+// the bridge restored r). g.mu is held.
+func (g *GlobalHub) linkOf(hub string, t ghType, r *runState) uint64 {
+	if !r.linkSet {
+		r.link, r.linkSet, r.linkSure = 1, true, false
+		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.run > 0 {
+			r.link = base.run
+		}
+	}
+	return r.link
 }
 
 // dependency maps an extdependencyversion, naming the base's version by
-// value in the agent's run the dependent (of run) was made in, to the
-// base's bundle version.
+// value in the agent's run the dependent was made in (the base's run link),
+// to the base's bundle version.
 func dependency(run uint64, dep agentVersion) bundle.Version {
 	return bundle.Version{Incarnation: run << 32, Generation: dep.value}
 }
@@ -524,9 +597,10 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		eventTime = msg.Timestamp
 	}
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
-	b.Version, b.RunID = g.version(hub, short, t, agentV, ev.id, origin)
+	var link uint64
+	b.Version, b.RunID, link = g.version(hub, short, t, agentV, ev.id, origin)
 	if t.dependsOn != "" {
-		b.Dependency, b.HasDependency = dependency(b.Version.Incarnation>>32, agentVersion{agentDep.Incarnation, agentDep.Generation}), true
+		b.Dependency, b.HasDependency = dependency(link, agentVersion{agentDep.Incarnation, agentDep.Generation}), true
 	}
 	if short == "managedclustermigration" {
 		if data, err = withMigrationAttrs(data, ev.migrationID, ev.migrationStage); err != nil {

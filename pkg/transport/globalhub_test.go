@@ -411,6 +411,44 @@ func TestGlobalHubCompleteComplianceRuns(t *testing.T) {
 	}
 }
 
+// TestGlobalHubCompleteComplianceAfterRestore: on the shared topic, a
+// bridge that starts again restores the compliance at a later run than the
+// complete compliance, whose partition then replays a run the compliance
+// is already past before the current one. The complete compliance of the
+// current run must still name the restored compliance run (it used to wait
+// for a next run that never came: 9 of 12 hubs in one run of the shared
+// backlog test with a restart), and a compliance run starting afterwards
+// takes the guess over.
+func TestGlobalHubCompleteComplianceAfterRestore(t *testing.T) {
+	gh := transport.NewGlobalHub()
+	lcAt := bundle.Origin{Topic: "gh-status", Partition: 1, Offset: 100}
+	gh.Restore("hub1", dbsyncers.GHLocalCompliance, bundle.Version{Incarnation: 3 << 32, Generation: 9}, lcAt, []string{"lc-run3"})
+	gh.Restore("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 1<<32 | 4, Generation: 5},
+		bundle.Origin{Topic: "gh-status", Partition: 2, Offset: 50}, []string{"cc-run1"})
+	read := func(typ, version, dep, id string, partition int32, offset int64) *bundle.Bundle {
+		t.Helper()
+		e := ghEvent("gh-status", "hub1", typ)
+		e.Version, e.ID = version, id
+		if dep != "" {
+			e.Dependency = dep
+		}
+		b, rej := gh.Decode(consumed(ghEncode(t, e), partition, offset), ghRules(t), time.Now())
+		if rej != nil {
+			t.Fatalf("%s %s rejected: %v", typ, version, rej.Err)
+		}
+		return b
+	}
+	read("policy.localcompletecompliance", "0.2", "1.4", "cc-old", 2, 60) // a run the compliance is past
+	cur := read("policy.localcompletecompliance", "0.1", "1.9", "cc-cur", 2, 61)
+	if want := (bundle.Version{Incarnation: 3 << 32, Generation: 9}); cur.Dependency != want {
+		t.Fatalf("the current run's complete compliance depends on %v, want the restored compliance %v", cur.Dependency, want)
+	}
+	lc4 := read("policy.localcompliance", "0.3", "", "lc-run4", 1, 101)
+	if next := read("policy.localcompletecompliance", "1.3", "1.3", "cc-next", 2, 62); next.Dependency != lc4.Version {
+		t.Fatalf("after the compliance's next run, the complete compliance depends on %v, want %v", next.Dependency, lc4.Version)
+	}
+}
+
 // TestChunkGlobalHub checks the chunks the encoder makes, as the agent's
 // producer does: one event id, extsize the whole length, extoffset where
 // each chunk ends.

@@ -44,8 +44,8 @@ func (s *finalState) add(b *bundle.Bundle) {
 		s.order = append(s.order, b.Hub)
 	}
 	slot := h.slots[i]
-	if n := len(slot); n > 0 && !b.Version.Newer(slot[n-1].Version) {
-		return // stale, as the bridge would drop it
+	if n := len(slot); n > 0 && s.types[i].Stale(b.Version, slot[n-1].Version) {
+		return // stale, as the bridge would drop it (an equal version is taken by the types that take it)
 	}
 	switch s.types[i].Kind {
 	case bundle.Complete:
