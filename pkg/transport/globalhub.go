@@ -420,15 +420,17 @@ func (g *GlobalHub) newRun(hub, short string, t ghType, r *runState) {
 		baseRun = base.run
 	}
 	switch {
-	case baseRun == 0:
+	case !r.linkSet && baseRun == 0:
 		// No run of the base known yet: its first.
 		r.link, r.linkSure = 1, true
 	case !r.linkSet || baseRun > r.link:
 		r.link, r.linkSure = baseRun, base.witnessed(baseRun)
 	case r.linkSure:
-		r.link = r.link + 1
+		// Read ahead of the base (none of its runs known yet, or its
+		// newest already linked): the base's next run.
+		r.link++
 	default:
-		r.link, r.linkSure = baseRun, base.witnessed(baseRun)
+		r.link, r.linkSure = max(baseRun, 1), base != nil && base.witnessed(baseRun)
 	}
 	r.linkSet = true
 }

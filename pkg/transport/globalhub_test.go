@@ -449,6 +449,39 @@ func TestGlobalHubCompleteComplianceAfterRestore(t *testing.T) {
 	}
 }
 
+// TestGlobalHubCompleteComplianceReadFirst: the complete compliance's
+// partition read whole before the compliance's (a backlog on the shared
+// topic): each of its runs links to the compliance's next run, not all to
+// the first (the shared backlog test: 9 of 12 hubs' compliance wrong when
+// the reader took one partition first).
+func TestGlobalHubCompleteComplianceReadFirst(t *testing.T) {
+	gh := transport.NewGlobalHub()
+	read := func(typ, version, dep, id string, partition int32, offset int64) *bundle.Bundle {
+		t.Helper()
+		e := ghEvent("gh-status", "hub1", typ)
+		e.Version, e.ID = version, id
+		if dep != "" {
+			e.Dependency = dep
+		}
+		b, rej := gh.Decode(consumed(ghEncode(t, e), partition, offset), ghRules(t), time.Now())
+		if rej != nil {
+			t.Fatalf("%s %s rejected: %v", typ, version, rej.Err)
+		}
+		return b
+	}
+	c1 := read("policy.localcompletecompliance", "0.3", "1.5", "cc-1", 1, 1)
+	c2 := read("policy.localcompletecompliance", "0.2", "1.4", "cc-2", 1, 2) // the agent restarted
+	c3 := read("policy.localcompletecompliance", "0.4", "1.6", "cc-3", 1, 3) // and again
+	l1 := read("policy.localcompliance", "0.5", "", "lc-1", 2, 1)
+	l2 := read("policy.localcompliance", "0.4", "", "lc-2", 2, 2)
+	l3 := read("policy.localcompliance", "0.6", "", "lc-3", 2, 3)
+	for i, p := range [][2]bundle.Version{{c1.Dependency, l1.Version}, {c2.Dependency, l2.Version}, {c3.Dependency, l3.Version}} {
+		if p[0] != p[1] {
+			t.Errorf("run %d: the complete compliance depends on %v, its compliance is %v", i+1, p[0], p[1])
+		}
+	}
+}
+
 // TestChunkGlobalHub checks the chunks the encoder makes, as the agent's
 // producer does: one event id, extsize the whole length, extoffset where
 // each chunk ends.
