@@ -37,4 +37,3 @@ func TestGlobalHubAgentSharedTopicBacklog(t *testing.T) {
 	b2.stop(30 * time.Second)
 	e.noDeadLetters()
 }
-
