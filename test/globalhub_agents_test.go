@@ -98,55 +98,6 @@ func (e *env) createTopic(name string, partitions int32) {
 	}
 }
 
-// partitionsWritten returns the number of partitions of topic that hold
-// records.
-func (e *env) partitionsWritten(topic string) int {
-	e.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	meta := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	meta.Topics = append(meta.Topics, mt)
-	mresp, err := meta.RequestWith(ctx, cl)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
-		e.t.Fatalf("metadata of topic %s: %+v", topic, mresp.Topics)
-	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	for _, p := range mresp.Topics[0].Partitions {
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp = p.Partition, -1 // latest
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	n := 0
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				e.t.Fatalf("list offsets of %s/%d: %v", topic, p.Partition, err)
-			}
-			if p.Offset > 0 {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // The bridge's flags to read the global-hub agents' topics.
 var (
 	ghHubTopics   = []string{"--kafka-topics", `^gh-status\..*`, "--profiles", "globalhub"}

@@ -192,23 +192,23 @@ type ghRun struct {
 	start int // its first round
 	round int // the current round
 
-	heartbeat           ghVersion
-	info                ghGeneric
-	noClusterID         bool // the ClusterVersion was not read yet
-	clusters            *ghObjectEmitter
-	clusterView         map[string]ghClusterSeen
-	policies            *ghObjectEmitter
-	policyView          map[string]int // policy id → metadata.generation reported
-	policyNames         map[string]string
-	compliance          ghGeneric
-	complianceView      map[string]string
-	complete            ghGeneric
-	completeView        map[string]string
-	events              map[string]*ghEventEmitter
-	alerts, migration   ghVersion
-	dirty               map[string]bool // object types with a lost frame since their last resync
-	firsts              []ghSent        // generation-0 events sent
-	started, resyncable bool
+	heartbeat         ghVersion
+	info              ghGeneric
+	noClusterID       bool // the ClusterVersion was not read yet
+	clusters          *ghObjectEmitter
+	clusterView       map[string]ghClusterSeen
+	policies          *ghObjectEmitter
+	policyView        map[string]int // policy id → metadata.generation reported
+	policyNames       map[string]string
+	compliance        ghGeneric
+	complianceView    map[string]string
+	complete          ghGeneric
+	completeView      map[string]string
+	events            map[string]*ghEventEmitter
+	alerts, migration ghVersion
+	dirty             map[string]bool // object types with a lost frame since their last resync
+	firsts            []ghSent        // generation-0 events sent
+	started           bool
 }
 
 // ghEventTypes are the event types in the order the agent sends them.
