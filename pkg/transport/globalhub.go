@@ -170,7 +170,16 @@ type runStart struct {
 	run    uint64
 	at     bundle.Origin
 	hasPos bool
+	// first is the run's first version, and frames the ids (hashed) of
+	// the other events read at it: a resync's frames at a run's start
+	// share its version, and a late copy of one of them must be known
+	// for a copy long after the ids read last have moved on.
+	first  agentVersion
+	frames []uint64
 }
+
+// maxStartFrames bounds the frames remembered per run start.
+const maxStartFrames = 16
 
 const (
 	// maxRuns bounds the run starts kept per hub and type (and stored).
@@ -321,6 +330,11 @@ func (r *runState) seen(id string) (run uint64, start, ok bool) {
 		}
 	}
 	h := hashID(id)
+	for _, s := range r.starts {
+		if slices.Contains(s.frames, h) {
+			return s.run, false, true
+		}
+	}
 	if slices.Contains(r.recent, h) {
 		return 0, false, true
 	}
@@ -382,10 +396,16 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 	}
 	if !r.hasLatest || t.restarts(a, r.latest) {
 		g.newRun(hub, short, t, r)
-		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true})
+		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true, first: a})
 		r.latest, r.hasLatest = a, true
-	} else if t.less(r.latest, a) {
-		r.latest = a
+	} else {
+		if t.less(r.latest, a) {
+			r.latest = a
+		}
+		if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run && r.starts[n-1].hasPos &&
+			r.starts[n-1].first == a && len(r.starts[n-1].frames) < maxStartFrames {
+			r.starts[n-1].frames = append(r.starts[n-1].frames, hashID(id))
+		}
 	}
 	r.remember(id, t.recentLimit())
 	if t.dependsOn != "" {

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,6 +307,22 @@ func TestGlobalHubRunsWithoutClocks(t *testing.T) {
 	meta := mc("1.4", "f3", 8, t0.Add(time.Minute))
 	if f1 != f2 || f2 != meta || !f1.Newer(restart) {
 		t.Fatalf("resync frames map to %v, %v, %v; want one version newer than %v", f1, f2, meta, restart)
+	}
+	// A late copy of one of an old run's start frames, long after (more
+	// events than the ids read last are kept for), is still a copy.
+	gh2 := transport.NewGlobalHub()
+	mc2 := func(version, id string, offset int64) bundle.Version {
+		return ghRead{typ: "managedcluster", version: version, id: id, offset: offset, at: t0}.decode(t, gh2).Version
+	}
+	mc2("0.3", "s1", 1)
+	mc2("0.3", "s2", 2)
+	mc2("4.9", "u1", 3)
+	newRun := mc2("0.1", "n1", 4)
+	for i := range 80 {
+		mc2("1."+strconv.Itoa(2+i), "n-"+strconv.Itoa(i), int64(5+i))
+	}
+	if v := mc2("0.3", "s2", 200); !newRun.Newer(v) {
+		t.Fatalf("a late copy of an old run's second start frame, 80 events later, maps to %v, not older than the new run's %v", v, newRun)
 	}
 	info := bundle.TypeInfo{Name: "globalhub.managedcluster", Kind: bundle.Stream, TakesEqual: true}
 	if info.Stale(f2, f1) || !info.Stale(restart, f1) {
