@@ -46,95 +46,59 @@ func GlobalHubLocalSpec() Syncer {
 }
 
 func decodeGlobalHubLocalSpec(data []byte) (any, error) {
-	if jsonscan.IsNull(data) {
-		return nil, badPayload(fmt.Errorf("%s: %w, got null", GHLocalSpec, errNotObject))
-	}
-	var resync, create, update []LocalPolicy
-	var deletes, kept []ObjectRef
-	d := jsonscan.NewDecoder(data)
-	err := d.Object(func(name []byte) error {
-		field := string(name)
-		switch field {
-		case "resync":
-			return decodeLocalPolicies(d, field, &resync)
-		case "create":
-			return decodeLocalPolicies(d, field, &create)
-		case "update":
-			return decodeLocalPolicies(d, field, &update)
-		case "delete":
-			return decodeObjectRefs(d, field, &deletes)
-		case "resync_metadata":
-			return decodeObjectRefs(d, field, &kept)
-		}
-		return nil
-	})
-	if err == nil {
-		err = d.Done()
-	}
+	g, err := decodeGenericBundle(GHLocalSpec, data, decodeLocalPolicy)
 	if err != nil {
-		return nil, badPayload(fmt.Errorf("%s: %w", GHLocalSpec, err))
+		return nil, err
 	}
 	// One row per uid, the last given winning: resync, then create, then
 	// update, the handler's order.
 	var upserts []LocalPolicy
-	for _, p := range slices.Concat(resync, create, update) {
+	for _, p := range slices.Concat(g.resync, g.create, g.update) {
 		if i := slices.IndexFunc(upserts, func(q LocalPolicy) bool { return q.UID == p.UID }); i >= 0 {
 			upserts[i] = p
 			continue
 		}
 		upserts = append(upserts, p)
 	}
-	return &LocalSpecPayload{Upserts: upserts, Deletes: deletes, Resync: len(kept) > 0, Kept: kept}, nil
+	return &LocalSpecPayload{Upserts: upserts, Deletes: g.deletes, Resync: len(g.kept) > 0, Kept: g.kept}, nil
 }
 
-func decodeLocalPolicies(d *jsonscan.Decoder, field string, dst *[]LocalPolicy) error {
-	list := []LocalPolicy{}
-	i := 0
-	err := d.Array(func() error {
-		var p LocalPolicy
-		obj, err := d.Span(func() error {
+// decodeLocalPolicy reads one Policy, kept whole; metadata.uid and
+// metadata.name are required.
+func decodeLocalPolicy(d *jsonscan.Decoder) (LocalPolicy, error) {
+	var p LocalPolicy
+	obj, err := d.Span(func() error {
+		return d.Object(func(name []byte) error {
+			if string(name) != "metadata" {
+				return nil
+			}
 			return d.Object(func(name []byte) error {
-				if string(name) != "metadata" {
-					return nil
+				switch string(name) {
+				case "uid":
+					return setString(d, &p.UID, "metadata.uid")
+				case "namespace":
+					return setString(d, &p.Namespace, "metadata.namespace")
+				case "name":
+					return setString(d, &p.Name, "metadata.name")
 				}
-				return d.Object(func(name []byte) error {
-					switch string(name) {
-					case "uid":
-						return setString(d, &p.UID, "metadata.uid")
-					case "namespace":
-						return setString(d, &p.Namespace, "metadata.namespace")
-					case "name":
-						return setString(d, &p.Name, "metadata.name")
-					}
-					return nil
-				})
+				return nil
 			})
 		})
-		if err == nil && p.UID == "" {
-			err = fmt.Errorf("no metadata.uid")
-		}
-		if err == nil {
-			err = checkName("metadata.name", p.Name)
-		}
-		if err == nil {
-			err = checkText("metadata.uid", p.UID)
-		}
-		if err == nil {
-			err = checkText("metadata.namespace", p.Namespace)
-		}
-		if err != nil {
-			return fmt.Errorf("%s[%d]: %w", field, i, err)
-		}
-		p.Object = obj
-		list = append(list, p)
-		i++
-		return nil
 	})
-	if err != nil {
-		return err
+	if err == nil && p.UID == "" {
+		err = fmt.Errorf("no metadata.uid")
 	}
-	*dst = list
-	return nil
+	if err == nil {
+		err = checkName("metadata.name", p.Name)
+	}
+	if err == nil {
+		err = checkText("metadata.uid", p.UID)
+	}
+	if err == nil {
+		err = checkText("metadata.namespace", p.Namespace)
+	}
+	p.Object = obj
+	return p, err
 }
 
 // Statements of the policy.localspec handler, in upstream's order

@@ -55,25 +55,48 @@ func GlobalHubManagedCluster() Syncer {
 // value of its id.k8s.io cluster claim (” without one). A deleted or kept
 // reference must carry an id or a name.
 func decodeGlobalHubClusters(data []byte) (any, error) {
-	if jsonscan.IsNull(data) {
-		return nil, badPayload(fmt.Errorf("%s: %w, got null", GHManagedCluster, errNotObject))
+	g, err := decodeGenericBundle(GHManagedCluster, data, decodeGHCluster)
+	if err != nil {
+		return nil, err
 	}
-	var resync, create, update []ManagedCluster
-	var deletes, kept []ObjectRef
+	return &GlobalHubClustersPayload{
+		Upserts: normalize(slices.Concat(g.resync, g.create, g.update)),
+		Deletes: g.deletes,
+		Resync:  len(g.kept) > 0,
+		Kept:    g.kept,
+	}, nil
+}
+
+// genericBundle is a global-hub generic bundle of objects of type T
+// (pkg/bundle/generic/generic_bundle.go: {"create","update","delete",
+// "resync","resync_metadata"}, each member omitted when empty).
+type genericBundle[T any] struct {
+	resync, create, update []T
+	deletes, kept          []ObjectRef
+}
+
+// decodeGenericBundle reads a generic bundle of typ, each object with
+// object; members it does not know are ignored, and a member given twice
+// replaces the first.
+func decodeGenericBundle[T any](typ string, data []byte, object func(*jsonscan.Decoder) (T, error)) (genericBundle[T], error) {
+	var g genericBundle[T]
+	if jsonscan.IsNull(data) {
+		return g, badPayload(fmt.Errorf("%s: %w, got null", typ, errNotObject))
+	}
 	d := jsonscan.NewDecoder(data)
 	err := d.Object(func(name []byte) error {
 		field := string(name)
 		switch field {
 		case "resync":
-			return decodeGHClusterList(d, field, &resync)
+			return decodeObjects(d, field, &g.resync, object)
 		case "create":
-			return decodeGHClusterList(d, field, &create)
+			return decodeObjects(d, field, &g.create, object)
 		case "update":
-			return decodeGHClusterList(d, field, &update)
+			return decodeObjects(d, field, &g.update, object)
 		case "delete":
-			return decodeObjectRefs(d, field, &deletes)
+			return decodeObjectRefs(d, field, &g.deletes)
 		case "resync_metadata":
-			return decodeObjectRefs(d, field, &kept)
+			return decodeObjectRefs(d, field, &g.kept)
 		}
 		return nil
 	})
@@ -81,29 +104,21 @@ func decodeGlobalHubClusters(data []byte) (any, error) {
 		err = d.Done()
 	}
 	if err != nil {
-		return nil, badPayload(fmt.Errorf("%s: %w", GHManagedCluster, err))
+		return g, badPayload(fmt.Errorf("%s: %w", typ, err))
 	}
-	upserts := slices.Concat(resync, create, update)
-	return &GlobalHubClustersPayload{
-		Upserts: normalize(upserts),
-		Deletes: deletes,
-		Resync:  len(kept) > 0,
-		Kept:    kept,
-	}, nil
+	return g, nil
 }
 
-// decodeGHClusterList reads a list of ManagedCluster objects into *dst
-// (replacing what an earlier member of the same name gave).
-func decodeGHClusterList(d *jsonscan.Decoder, field string, dst *[]ManagedCluster) error {
-	list := []ManagedCluster{}
-	i := 0
+// decodeObjects reads a list of objects into *dst (replacing what an
+// earlier member of the same name gave).
+func decodeObjects[T any](d *jsonscan.Decoder, field string, dst *[]T, object func(*jsonscan.Decoder) (T, error)) error {
+	list := []T{}
 	err := d.Array(func() error {
-		c, err := decodeGHCluster(d)
+		o, err := object(d)
 		if err != nil {
-			return fmt.Errorf("%s[%d]: %w", field, i, err)
+			return fmt.Errorf("%s[%d]: %w", field, len(list), err)
 		}
-		list = append(list, c)
-		i++
+		list = append(list, o)
 		return nil
 	})
 	if err != nil {
