@@ -428,6 +428,24 @@ func TestGlobalHubCompleteComplianceRuns(t *testing.T) {
 	}
 }
 
+// sharedReader returns a function decoding an event of hub1 on the shared
+// topic gh-status, at a partition and offset, through gh.
+func sharedReader(t *testing.T, gh *transport.GlobalHub) func(typ, version, dep, id string, partition int32, offset int64) *bundle.Bundle {
+	return func(typ, version, dep, id string, partition int32, offset int64) *bundle.Bundle {
+		t.Helper()
+		e := ghEvent("gh-status", "hub1", typ)
+		e.Version, e.ID = version, id
+		if dep != "" {
+			e.Dependency = dep
+		}
+		b, rej := gh.Decode(consumed(ghEncode(t, e), partition, offset), ghRules(t), time.Now())
+		if rej != nil {
+			t.Fatalf("%s %s rejected: %v", typ, version, rej.Err)
+		}
+		return b
+	}
+}
+
 // TestGlobalHubCompleteComplianceAfterRestore: on the shared topic, a
 // bridge that starts again restores the compliance at a later run than the
 // complete compliance, whose partition then replays a run the compliance
@@ -442,19 +460,7 @@ func TestGlobalHubCompleteComplianceAfterRestore(t *testing.T) {
 	gh.Restore("hub1", dbsyncers.GHLocalCompliance, bundle.Version{Incarnation: 3 << 32, Generation: 9}, lcAt, []string{"lc-run3"})
 	gh.Restore("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 1<<32 | 4, Generation: 5},
 		bundle.Origin{Topic: "gh-status", Partition: 2, Offset: 50}, []string{"cc-run1"})
-	read := func(typ, version, dep, id string, partition int32, offset int64) *bundle.Bundle {
-		t.Helper()
-		e := ghEvent("gh-status", "hub1", typ)
-		e.Version, e.ID = version, id
-		if dep != "" {
-			e.Dependency = dep
-		}
-		b, rej := gh.Decode(consumed(ghEncode(t, e), partition, offset), ghRules(t), time.Now())
-		if rej != nil {
-			t.Fatalf("%s %s rejected: %v", typ, version, rej.Err)
-		}
-		return b
-	}
+	read := sharedReader(t, gh)
 	read("policy.localcompletecompliance", "0.2", "1.4", "cc-old", 2, 60) // a run the compliance is past
 	cur := read("policy.localcompletecompliance", "0.1", "1.9", "cc-cur", 2, 61)
 	if want := (bundle.Version{Incarnation: 3 << 32, Generation: 9}); cur.Dependency != want {
@@ -473,19 +479,7 @@ func TestGlobalHubCompleteComplianceAfterRestore(t *testing.T) {
 // the reader took one partition first).
 func TestGlobalHubCompleteComplianceReadFirst(t *testing.T) {
 	gh := transport.NewGlobalHub()
-	read := func(typ, version, dep, id string, partition int32, offset int64) *bundle.Bundle {
-		t.Helper()
-		e := ghEvent("gh-status", "hub1", typ)
-		e.Version, e.ID = version, id
-		if dep != "" {
-			e.Dependency = dep
-		}
-		b, rej := gh.Decode(consumed(ghEncode(t, e), partition, offset), ghRules(t), time.Now())
-		if rej != nil {
-			t.Fatalf("%s %s rejected: %v", typ, version, rej.Err)
-		}
-		return b
-	}
+	read := sharedReader(t, gh)
 	c1 := read("policy.localcompletecompliance", "0.3", "1.5", "cc-1", 1, 1)
 	c2 := read("policy.localcompletecompliance", "0.2", "1.4", "cc-2", 1, 2) // the agent restarted
 	c3 := read("policy.localcompletecompliance", "0.4", "1.6", "cc-3", 1, 3) // and again
