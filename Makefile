@@ -96,10 +96,6 @@ test: postgres chromium
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(TEST_FUZZTIME)
 
-## test-agents: the shared-topic backlog acceptance test of the global-hub agents (tag stb_agents; not reliable yet, issue 19)
-test-agents: postgres
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags stb_agents -run 'TestGlobalHubAgentSharedTopicBacklog' $(TESTFLAGS) ./test
-
 # Each Fuzz target runs this many inputs inside `make test`; `make fuzz-short FUZZTIME=5m` fuzzes longer.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can fail a target with a bare
 # "context deadline exceeded" when the time runs out while a worker is mid-input on a loaded machine

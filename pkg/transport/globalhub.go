@@ -49,11 +49,10 @@ const (
 
 // ghType is what the profile knows of one global-hub event type.
 type ghType struct {
-	// byValue orders the type's bundles by the value part of extversion
-	// alone (see GlobalHub).
-	byValue bool
-	// dependsOn is the short type whose bundle extdependencyversion names.
-	dependsOn string
+	// dependsOn is the short type whose bundle extdependencyversion names,
+	// and dependents says another type depends on this one.
+	dependsOn  string
+	dependents bool
 	// events: the data is an event object or an array of them (sendmode).
 	events bool
 	// ticks: the generation grows on every send tick, also when nothing
@@ -73,7 +72,7 @@ var ghTypes = map[string]ghType{
 	"managedhub.info":                {},
 	"managedcluster":                 {ticks: true},
 	"policy.localspec":               {ticks: true},
-	"policy.localcompliance":         {byValue: true},
+	"policy.localcompliance":         {dependents: true},
 	"policy.localcompletecompliance": {dependsOn: "policy.localcompliance"},
 	"event.localrootpolicy":          {events: true, ticks: true},
 	"event.localreplicatedpolicy":    {events: true, ticks: true},
@@ -174,12 +173,12 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	if err != nil {
 		return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtVersion, err))
 	}
-	var agentDep bundle.Version
+	var agentDep agentVersion
 	hasDep := ev.dependency != nil
 	if hasDep {
 		depText, err := types.ToString(ev.dependency)
 		if err == nil {
-			agentDep, err = bundle.ParseVersion(depText)
+			agentDep, err = parseAgentVersion(depText)
 		}
 		if err != nil {
 			return reject(deadletter.MalformedVersion, fmt.Errorf("%s: %w", ExtDependencyVersion, err))
@@ -215,11 +214,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		eventTime = msg.Timestamp
 	}
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
-	var link uint64
-	b.Version, b.RunID, link = g.version(hub, short, t, agentV, ev.id, origin)
-	if t.dependsOn != "" {
-		b.Dependency, b.HasDependency = dependency(link, agentVersion{agentDep.Incarnation, agentDep.Generation}), true
-	}
+	b.Version, b.Dependency, b.RunID = g.version(hub, short, t, agentV, agentDep, ev.id, origin)
+	b.HasDependency = t.dependsOn != ""
 	if short == "managedclustermigration" {
 		if data, err = withMigrationAttrs(data, ev.migrationID, ev.migrationStage); err != nil {
 			return reject(deadletter.BadPayload, err)

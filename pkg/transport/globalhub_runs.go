@@ -35,12 +35,20 @@ import (
 // sender clock enters it.
 //
 // An event maps to bundle.Version{Incarnation: run<<32 | generation,
-// Generation: value}: run first, then the agent's own order. The types
-// ordered by value alone (policy.localcompliance, which
-// localcompletecompliance names by value) leave the generation out. A
-// localcompletecompliance run is linked to the localcompliance run it was
-// computed in (see newRun), so that its extdependencyversion maps to that
-// run's localcompliance version.
+// Generation: value}: run first, then the agent's own order.
+//
+// policy.localcompletecompliance names the localcompliance it was computed
+// on: its extdependencyversion is the compliance emitter's live version,
+// one generation past the compliance event last sent, with its value
+// (agent/pkg/status/syncers/policies/policy_syncer.go shares one version
+// between the compliance emitter and the complete one's dependency;
+// generic_emitter.go's PostSend moves the generation after each send, and
+// multi_event_syncer.go sends the compliance first in every tick). So a
+// dependency "n.v" names the compliance event "(n-1).v" of the same agent
+// run. The runs of the two types are numbered on their own partitions,
+// which a shared topic reads unevenly; a complete compliance run is
+// numbered by the compliance run it belongs to (see newRun and align), so
+// its dependency is that run's compliance version.
 //
 // What the profile learns is also what the database keeps: the version
 // (run and agent version), where the event was read, and the ids of the
@@ -76,13 +84,26 @@ type runState struct {
 	read    bundle.Origin
 	hasRead bool
 
-	// link is, for a type that depends on another, the base's run the
-	// current run is linked to (see newRun); linkSure says it was derived
-	// from the order the base's runs were read in, not guessed from what
-	// a restart of the bridge restored.
-	link              uint64
-	linkSet, linkSure bool
+	// history is, for a type another depends on, what was read of its
+	// latest runs (see align).
+	history []runHistory
 }
+
+// runHistory is what was read of one run of a type that another depends
+// on: its events' versions (the latest maxHistory), and whether a newer run
+// started.
+type runHistory struct {
+	run    uint64
+	events []agentVersion
+	ended  bool
+}
+
+// maxHistory bounds the versions kept per run in runHistory, and
+// maxHistoryRuns the runs kept.
+const (
+	maxHistory     = 64
+	maxHistoryRuns = 8
+)
 
 type runStart struct {
 	id     string
@@ -120,10 +141,9 @@ var idHashSeed = maphash.MakeSeed()
 
 func hashID(id string) uint64 { return maphash.String(idHashSeed, id) }
 
-// less orders two versions of the type: by value alone for byValue types,
-// else by generation, then value.
-func (t ghType) less(a, b agentVersion) bool {
-	if t.byValue || a.generation == b.generation {
+// less orders two agent versions: by generation, then value.
+func less(a, b agentVersion) bool {
+	if a.generation == b.generation {
 		return a.value < b.value
 	}
 	return a.generation < b.generation
@@ -149,27 +169,19 @@ func (t ghType) recentLimit() int {
 // saw.
 func (t ghType) restarts(a, latest agentVersion) bool {
 	if t.ticks {
-		return t.less(a, latest)
+		return less(a, latest)
 	}
 	return a.generation == 0
 }
 
 // pack maps an agent version of a run to the bundle's version.
-func (t ghType) pack(run uint64, a agentVersion) bundle.Version {
-	if t.byValue {
-		return bundle.Version{Incarnation: run << 32, Generation: a.value}
-	}
+func pack(run uint64, a agentVersion) bundle.Version {
 	return bundle.Version{Incarnation: run<<32 | a.generation, Generation: a.value}
 }
 
 // unpack is pack's inverse.
-func (t ghType) unpack(v bundle.Version) (run uint64, a agentVersion) {
-	run = v.Incarnation >> 32
-	a.value = v.Generation
-	if !t.byValue {
-		a.generation = v.Incarnation & maxAgentGeneration
-	}
-	return run, a
+func unpack(v bundle.Version) (run uint64, a agentVersion) {
+	return v.Incarnation >> 32, agentVersion{generation: v.Incarnation & maxAgentGeneration, value: v.Generation}
 }
 
 // samePartition reports whether a and b were read from one partition.
@@ -200,15 +212,17 @@ func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.
 	if !ok || !known || v.Incarnation == 0 {
 		return
 	}
-	run, a := t.unpack(v)
+	run, a := unpack(v)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
-	if run < r.run || (run == r.run && r.hasLatest && !t.less(r.latest, a)) {
+	if run < r.run || (run == r.run && r.hasLatest && !less(r.latest, a)) {
 		return
 	}
 	r.run, r.latest, r.hasLatest = run, a, true
-	r.linkSet = false // guessed again at the next use (linkOf)
+	if t.isBase() {
+		r.history = []runHistory{{run: run, events: []agentVersion{a}}}
+	}
 	if at.Offset >= 0 && at.Topic != "" {
 		r.read, r.hasRead = at, true
 	}
@@ -270,9 +284,9 @@ func (r *runState) startID() string {
 
 // version maps an event of a hub's type, read at o, to its bundle
 // version, the id of its run's first event, and, for a type that depends
-// on another, the base's run its extdependencyversion names values in.
-// See GlobalHub.
-func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id string, o bundle.Origin) (v bundle.Version, runID string, link uint64) {
+// on another, the base's version its extdependencyversion dep names. See
+// GlobalHub.
+func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id string, o bundle.Origin) (v, depV bundle.Version, runID string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
@@ -282,13 +296,10 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// it was written or replaced before what the database holds.
 		for i := len(r.starts) - 1; i >= 0; i-- {
 			if s := r.starts[i]; s.hasPos && samePartition(s.at, o) && s.at.Offset <= o.Offset {
-				if t.dependsOn != "" && s.run == r.run {
-					link = g.linkOf(hub, t, r)
-				}
-				return t.pack(s.run, a), s.id, link
+				return pack(s.run, a), t.dependency(s.run, dep), s.id
 			}
 		}
-		return bundle.Version{}, "", 0
+		return bundle.Version{}, bundle.Version{}, ""
 	}
 	if t.dependsOn != "" {
 		// On the base's own partition (a per-hub topic) the order is the
@@ -297,7 +308,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// again only after a restart or a rebalance. It is stale; it must
 		// not number a run either.
 		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.hasRead && samePartition(base.read, o) && o.Offset < base.read.Offset {
-			return bundle.Version{}, "", 0
+			return bundle.Version{}, bundle.Version{}, ""
 		}
 	}
 	r.read, r.hasRead = o, true
@@ -306,19 +317,16 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 		// run keeps its version (equal or older than what was read since);
 		// any other copy is stale: its original is written or replaced.
 		if start && run == r.run {
-			if t.dependsOn != "" {
-				link = g.linkOf(hub, t, r)
-			}
-			return t.pack(run, a), "", link
+			return pack(run, a), t.dependency(run, dep), ""
 		}
-		return bundle.Version{}, "", 0
+		return bundle.Version{}, bundle.Version{}, ""
 	}
 	if !r.hasLatest || t.restarts(a, r.latest) {
-		g.newRun(hub, short, t, r)
+		g.newRun(hub, t, r, o)
 		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true, first: a})
 		r.latest, r.hasLatest = a, true
 	} else {
-		if t.less(r.latest, a) {
+		if less(r.latest, a) {
 			r.latest = a
 		}
 		if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run && r.starts[n-1].hasPos &&
@@ -328,86 +336,120 @@ func (g *GlobalHub) version(hub, short string, t ghType, a agentVersion, id stri
 	}
 	r.remember(id, t.recentLimit())
 	if t.dependsOn != "" {
-		link = g.linkOf(hub, t, r)
+		g.align(hub, t, r, dep)
 	}
-	return t.pack(r.run, a), r.startID(), link
+	if t.isBase() {
+		r.record(a)
+	}
+	return pack(r.run, a), t.dependency(r.run, dep), r.startID()
 }
 
-// newRun moves r to a new run, numbered one above the current one, newer
-// than every run before it.
-//
-// A type that depends on another (localcompletecompliance on
-// localcompliance) also links its new run to one of the base's runs, the
-// one its extdependencyversion names values in: the base's newest run when
-// no earlier run of this type was linked to it; else, when that earlier
-// link was sure, the base's next run (this type's partition is read ahead
-// of the base's); else (the earlier link was a guess: a restart of the
-// bridge restored the base past this type, whose partition replays runs
-// the base is already past) the base's newest run again. On a hub's own
-// topic, one partition, the base's new run is read first and the link is
-// exact. A base's run starting in this process re-links a dependent run
-// linked by a guess to an older one (linkBase). g.mu is held.
-func (g *GlobalHub) newRun(hub, short string, t ghType, r *runState) {
+// newRun moves r to a new run, newer than every run before it: numbered
+// one above the current one, and, for a type that depends on another
+// (localcompletecompliance on localcompliance), at least the base's newest
+// run when that was read in the same partition, before this event. A
+// dependent type's runs are numbered by the base's run they belong to:
+// the agent restarts both emitters together and sends the compliance
+// first, so each agent run has at most one run of each type, and the
+// compliance run of a complete compliance run is at least one above the
+// previous one's; on one partition (a per-hub topic) it is exactly the
+// base's newest run read. On a shared topic, where the base is on another
+// partition, the count is a first guess that align corrects. g.mu is held.
+func (g *GlobalHub) newRun(hub string, t ghType, r *runState, o bundle.Origin) {
 	r.run++
-	if t.dependsOn == "" {
-		g.relinkDependents(hub, short, r.run)
+	if t.dependsOn != "" {
+		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.hasRead && samePartition(base.read, o) {
+			r.run = max(r.run, base.run)
+		}
+	}
+	if n := len(r.history); n > 0 {
+		r.history[n-1].ended = true
+	}
+	if t.isBase() {
+		r.history = append(r.history, runHistory{run: r.run})
+		if len(r.history) > maxHistoryRuns {
+			r.history = slices.Delete(r.history, 0, 1)
+		}
+	}
+}
+
+// isBase reports whether another type depends on t.
+func (t ghType) isBase() bool { return t.dependents }
+
+// record adds a to what was read of r's current run.
+func (r *runState) record(a agentVersion) {
+	n := len(r.history)
+	if n == 0 || r.history[n-1].run != r.run {
+		r.history = append(r.history, runHistory{run: r.run})
+		n++
+	}
+	h := &r.history[n-1]
+	if len(h.events) >= maxHistory {
+		h.events = slices.Delete(h.events, 0, 1)
+	}
+	h.events = append(h.events, a)
+}
+
+// align moves a dependent type's current run r.run forward while the
+// base's run of that number, as read, cannot hold the base event dep
+// names: the base's generation grows by one on every send and its value
+// only grows, so a run that sent dep's generation at another value, or
+// sent a lower generation at dep's value or above (or a higher one at or
+// below it), or ended before reaching dep's generation, is not the run
+// the dependent was made in (an agent run that sent no complete
+// compliance was counted). A base run not read yet, or not read in this
+// process, is taken as it is. g.mu is held.
+func (g *GlobalHub) align(hub string, t ghType, r *runState, dep agentVersion) {
+	base := g.runs[runKey{hub, t.dependsOn}]
+	if base == nil {
 		return
 	}
-	base := g.runs[runKey{hub, t.dependsOn}]
-	baseRun := uint64(0)
-	if base != nil {
-		baseRun = base.run
-	}
-	switch {
-	case !r.linkSet && baseRun == 0:
-		// No run of the base known yet: its first.
-		r.link, r.linkSure = 1, true
-	case !r.linkSet || baseRun > r.link:
-		r.link, r.linkSure = baseRun, base.witnessed(baseRun)
-	case r.linkSure:
-		// Read ahead of the base (none of its runs known yet, or its
-		// newest already linked): the base's next run.
-		r.link++
-	default:
-		r.link, r.linkSure = max(baseRun, 1), base != nil && base.witnessed(baseRun)
-	}
-	r.linkSet = true
-}
-
-// witnessed reports whether run's first event was read by this process.
-func (r *runState) witnessed(run uint64) bool {
-	return slices.ContainsFunc(r.starts, func(s runStart) bool { return s.run == run && s.hasPos })
-}
-
-// relinkDependents moves the runs of the types that depend on t, linked by
-// a guess to an older run of t's, to t's new run. g.mu is held.
-func (g *GlobalHub) relinkDependents(hub, base string, run uint64) {
-	for short, dt := range ghTypes {
-		if dt.dependsOn != base {
-			continue
+	want := baseEvent(dep)
+	for {
+		i := slices.IndexFunc(base.history, func(h runHistory) bool { return h.run == r.run })
+		if i < 0 || base.history[i].holds(want) {
+			return
 		}
-		if d := g.runs[runKey{hub, short}]; d != nil && d.linkSet && !d.linkSure && d.link < run {
-			d.link = run
+		r.run++
+		if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run-1 {
+			r.starts[n-1].run = r.run
 		}
 	}
 }
 
-// linkOf returns the base run r's current run is linked to, guessing the
-// base's newest run when nothing linked it in this process (a restart of
-// the bridge restored r). g.mu is held.
-func (g *GlobalHub) linkOf(hub string, t ghType, r *runState) uint64 {
-	if !r.linkSet {
-		r.link, r.linkSet, r.linkSure = 1, true, false
-		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.run > 0 {
-			r.link = base.run
+// holds reports whether the run may have sent the base event want.
+func (h runHistory) holds(want agentVersion) bool {
+	last := agentVersion{}
+	for i, e := range h.events {
+		switch {
+		case e.generation == want.generation && e.value != want.value,
+			e.generation < want.generation && e.value >= want.value,
+			e.generation > want.generation && e.value <= want.value:
+			return false
+		}
+		if i == 0 || less(last, e) {
+			last = e
 		}
 	}
-	return r.link
+	return !h.ended || len(h.events) == 0 || last.generation >= want.generation
 }
 
-// dependency maps an extdependencyversion, naming the base's version by
-// value in the agent's run the dependent was made in (the base's run link),
-// to the base's bundle version.
-func dependency(run uint64, dep agentVersion) bundle.Version {
-	return bundle.Version{Incarnation: run << 32, Generation: dep.value}
+// baseEvent is the base event an extdependencyversion names: the
+// compliance emitter's version after its last send is one generation past
+// that send ("0.v" only before any send: then the compliance's "0.v").
+func baseEvent(dep agentVersion) agentVersion {
+	if dep.generation > 0 {
+		dep.generation--
+	}
+	return dep
+}
+
+// dependency maps an extdependencyversion to the base's bundle version in
+// the base's run the dependent run belongs to; the zero version for a
+// type without a dependency.
+func (t ghType) dependency(run uint64, dep agentVersion) bundle.Version {
+	if t.dependsOn == "" {
+		return bundle.Version{}
+	}
+	return pack(run, baseEvent(dep))
 }

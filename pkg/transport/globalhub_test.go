@@ -187,16 +187,15 @@ func TestGlobalHubDecode(t *testing.T) {
 				t.Fatalf("bundle %+v", b)
 			}
 			// Agent's version 3.7, the first read of its type: run 1, then
-			// the generation and the value; localcompliance by value alone.
+			// the generation and the value.
 			want := bundle.Version{Incarnation: 1<<32 | 3, Generation: 7}
-			if strings.HasSuffix(typ, ".policy.localcompliance") {
-				want.Incarnation = 1 << 32
-			}
 			if b.Version != want {
 				t.Fatalf("version %v, want %v", b.Version, want)
 			}
-			if strings.HasSuffix(typ, "localcompletecompliance") && (!b.HasDependency || b.Dependency != (bundle.Version{Incarnation: 1 << 32, Generation: 7})) {
-				t.Fatalf("dependency %v (%v), want the value 7 of the localcompliance run 1", b.Dependency, b.HasDependency)
+			// extdependencyversion 4.7 is the compliance emitter's version
+			// after it sent 3.7 (generic_emitter.go: PostSend calls Next).
+			if strings.HasSuffix(typ, "localcompletecompliance") && (!b.HasDependency || b.Dependency != (bundle.Version{Incarnation: 1<<32 | 3, Generation: 7})) {
+				t.Fatalf("dependency %v (%v), want the localcompliance 3.7 of run 1", b.Dependency, b.HasDependency)
 			}
 		})
 	}
@@ -423,8 +422,9 @@ func TestGlobalHubCompleteComplianceRuns(t *testing.T) {
 	if ahead.Dependency != lc2 {
 		t.Fatalf("the new run's compliance is %v, the complete compliance waited for %v", lc2, ahead.Dependency)
 	}
-	if c := cc("1.2", "2.5", "cc-c", 103); c.Dependency.Compare(lc2) <= 0 || c.Dependency.Incarnation != lc2.Incarnation {
-		t.Fatalf("a later complete compliance depends on %v, want value 5 of the run of %v", c.Dependency, lc2)
+	// "2.5" names the compliance's second send of the run, "1.5".
+	if c := cc("1.2", "2.5", "cc-c", 103); c.Dependency != (bundle.Version{Incarnation: lc2.Incarnation | 1, Generation: 5}) {
+		t.Fatalf("a later complete compliance depends on %v, want 1.5 of the run of %v", c.Dependency, lc2)
 	}
 }
 
@@ -559,4 +559,78 @@ func FuzzGlobalHubDecode(f *testing.F) {
 			t.Fatalf("bundle of hub %q from topic %q", b.Hub, topic)
 		}
 	})
+}
+
+// TestGlobalHubCompleteComplianceBaseReadFirst: the compliance's partition
+// read whole before the complete compliance's (a backlog on the shared
+// topic, read unevenly). Each complete compliance run belongs to the
+// compliance run of its agent run, not to the compliance's newest run:
+// linked to the newest, every run waited for a compliance that had moved
+// on, and 9 of 12 hubs' compliance ended wrong in the shared backlog test.
+// Versions as the agent sends them: the compliance's first send "0.v", the
+// complete compliance's extdependencyversion one generation past it
+// (agent/pkg/status/generic/generic_emitter.go PostSend; policy_syncer.go
+// shares the compliance's version with the complete one's dependency).
+func TestGlobalHubCompleteComplianceBaseReadFirst(t *testing.T) {
+	gh := transport.NewGlobalHub()
+	read := sharedReader(t, gh)
+	l1 := read("policy.localcompliance", "0.5", "", "lc-1", 2, 1)
+	l2 := read("policy.localcompliance", "0.4", "", "lc-2", 2, 2) // the agent restarted
+	l3 := read("policy.localcompliance", "0.5", "", "lc-3", 2, 3) // and again
+	c1 := read("policy.localcompletecompliance", "0.3", "1.5", "cc-1", 1, 1)
+	c2 := read("policy.localcompletecompliance", "0.2", "1.4", "cc-2", 1, 2)
+	c3 := read("policy.localcompletecompliance", "0.4", "1.5", "cc-3", 1, 3)
+	for i, p := range [][2]bundle.Version{{c1.Dependency, l1.Version}, {c2.Dependency, l2.Version}, {c3.Dependency, l3.Version}} {
+		if p[0] != p[1] {
+			t.Errorf("run %d: the complete compliance depends on %v, its compliance is %v", i+1, p[0], p[1])
+		}
+	}
+	if !c3.Version.Newer(c2.Version) || !c2.Version.Newer(c1.Version) {
+		t.Errorf("complete compliance runs out of order: %v %v %v", c1.Version, c2.Version, c3.Version)
+	}
+}
+
+// TestGlobalHubCompleteComplianceRunWithout: an agent run in which every
+// cluster complied sends a compliance and no complete compliance
+// (complete_compliance_handler.go adds a policy only with a cluster that
+// does not comply), so counting the complete compliance's runs falls one
+// behind the compliance's. The versions tell: the compliance's generation
+// grows by one per send and its value only grows, so a run that sent
+// another value at the generation the dependency names is not the complete
+// compliance's run, whichever partition was read first.
+func TestGlobalHubCompleteComplianceRunWithout(t *testing.T) {
+	for _, baseFirst := range []bool{true, false} {
+		gh := transport.NewGlobalHub()
+		read := sharedReader(t, gh)
+		lc := func(version, id string, offset int64) bundle.Version {
+			return read("policy.localcompliance", version, "", id, 2, offset).Version
+		}
+		var l1, l3 bundle.Version
+		if baseFirst {
+			l1 = lc("0.5", "lc-1", 1)
+			lc("0.3", "lc-2", 2) // a run without a complete compliance
+			l3 = lc("0.4", "lc-3", 3)
+		}
+		c1 := read("policy.localcompletecompliance", "0.3", "1.5", "cc-1", 1, 1)
+		if !baseFirst {
+			l1 = lc("0.5", "lc-1", 1)
+			lc("0.3", "lc-2", 2)
+		}
+		c3 := read("policy.localcompletecompliance", "0.2", "1.4", "cc-3", 1, 2)
+		if !baseFirst {
+			l3 = lc("0.4", "lc-3", 3)
+		}
+		c3b := read("policy.localcompletecompliance", "1.3", "1.4", "cc-3b", 1, 3)
+		if c1.Dependency != l1 {
+			t.Errorf("base first %v: the first run depends on %v, want %v", baseFirst, c1.Dependency, l1)
+		}
+		// Read first, the second complete compliance run cannot know yet;
+		// its next event, read after the compliance's runs, can.
+		if baseFirst && c3.Dependency != l3 {
+			t.Errorf("base first: the agent's third run's complete compliance depends on %v, want %v", c3.Dependency, l3)
+		}
+		if c3b.Dependency != l3 || !c3b.Version.Newer(c3.Version) {
+			t.Errorf("base first %v: the third run's next complete compliance %v depends on %v, want %v", baseFirst, c3b.Version, c3b.Dependency, l3)
+		}
+	}
 }

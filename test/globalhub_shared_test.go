@@ -1,13 +1,3 @@
-//go:build stb_agents
-
-// The shared-topic backlog acceptance test, behind the stb_agents tag
-// (`make test-agents`) because it does not pass reliably yet (issue 19 is
-// open): when the reader has read the compliance's partition further than
-// the complete compliance's, a complete compliance run is linked to the
-// compliance's newest run instead of the one it was computed in, every
-// later run one off, and 9 of 12 hubs' compliance ends wrong (seen in
-// `make test` and in one run of three by hand).
-
 package test
 
 import (
@@ -25,10 +15,10 @@ import (
 // TestGlobalHubAgentSharedTopicBacklog: the same agents on the one shared
 // topic gh-status of four partitions, keyed by event type, so one hub's
 // types spread over the partitions and a complete compliance can be read
-// before its base; read as a backlog by a bridge started after the
-// publishing. Not stopped half way: with a restart of the bridge here,
-// about one run in three still ends wrong (9 of 12 hubs' compliance, or
-// one managed cluster a late copy took back; issue 19 stays open for it).
+// before its base, or long after it; read as a backlog by a bridge
+// started after the publishing. It failed in about one run in three (9 of
+// 12 hubs' compliance wrong) while a complete compliance run was linked to
+// the compliance's newest run read rather than its own agent run's.
 func TestGlobalHubAgentSharedTopicBacklog(t *testing.T) {
 	e := newEnv(t, 1)
 	e.createTopic(sim.GlobalHubSharedTopic, 4)
