@@ -124,6 +124,9 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	switch kind {
 	case bundle.Complete:
 		for _, old := range s.pending {
+			if s.info.HoldsReplaced {
+				b.Supersede(old)
+			}
 			rel.add(old, tm.conflated)
 		}
 		s.pending = append(s.pending[:0], b)

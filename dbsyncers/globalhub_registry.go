@@ -32,7 +32,11 @@ const (
 //
 // Every one takes equal versions (bundle.TypeInfo.TakesEqual): the agent
 // sends the frames of a resync, and in single send mode the events of one
-// interval, with one extversion, and its manager applies them all.
+// interval, with one extversion, and its manager applies them all. And
+// every one holds the messages of bundles replaced before they were
+// written (bundle.TypeInfo.HoldsReplaced): the profile counts the agent's
+// runs as it reads them (pkg/transport.GlobalHub), so after a restart each
+// type must be read again from its oldest unwritten message.
 func GlobalHub() []Syncer {
 	syncers := []Syncer{
 		GlobalHubHeartbeat(),
@@ -49,6 +53,7 @@ func GlobalHub() []Syncer {
 	}
 	for i := range syncers {
 		syncers[i].TakesEqual = true
+		syncers[i].HoldsReplaced = true
 	}
 	return syncers
 }

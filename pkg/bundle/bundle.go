@@ -47,8 +47,9 @@ type Tracker interface {
 }
 
 // Bundle is one decoded status report of one hub. Once inserted into a
-// conflation unit it is not modified: the unit hands the same pointer to a
-// worker while it keeps accepting newer bundles.
+// conflation unit it is not modified (but by Supersede, under the unit's
+// lock, while it is pending and no worker has it): the unit hands the same
+// pointer to a worker while it keeps accepting newer bundles.
 type Bundle struct {
 	Hub  string
 	Type string
@@ -76,16 +77,44 @@ type Bundle struct {
 	ReceivedAt time.Time // when the bridge read it
 
 	tracker Tracker
+	// carried is the message of an older bundle b replaced before either
+	// was written, held until b is released (Supersede).
+	carried        Origin
+	carriedTracker Tracker
 }
 
 // Track makes b report its message done to t when Release is called.
 func (b *Bundle) Track(t Tracker) { b.tracker = t }
 
-// Release tells the tracker, if any, that b's message is no longer needed.
-// Call it exactly once per tracked bundle.
+// Release tells the tracker, if any, that b's message is no longer needed,
+// and the message b carries for a bundle it replaced (Supersede). Call it
+// exactly once per tracked bundle.
 func (b *Bundle) Release() {
 	if b.tracker != nil {
 		b.tracker.Done(b.Origin)
+	}
+	if b.carriedTracker != nil {
+		b.carriedTracker.Done(b.carried)
+		b.carriedTracker = nil
+	}
+}
+
+// Supersede makes b, which replaces old before either was written, hold
+// the oldest message old holds until b is released: old's own, or the one
+// old carries for a bundle it replaced in turn. old's other message is
+// released with old as usual. See TypeInfo.HoldsReplaced.
+func (b *Bundle) Supersede(old *Bundle) {
+	if b.carriedTracker != nil {
+		return // already holds an older one
+	}
+	if old.carriedTracker != nil {
+		b.carried, b.carriedTracker = old.carried, old.carriedTracker
+		old.carriedTracker = nil
+		return
+	}
+	if old.tracker != nil {
+		b.carried, b.carriedTracker = old.Origin, old.tracker
+		old.tracker = nil
 	}
 }
 

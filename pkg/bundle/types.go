@@ -31,6 +31,16 @@ type TypeInfo struct {
 	// frames of a resync, the events of one interval in single send mode),
 	// and its manager applies every one of them.
 	TakesEqual bool
+	// HoldsReplaced says a bundle replaced before it was written keeps
+	// its message held (Bundle.Supersede) until the bundle that replaced
+	// it is released, so the stored offset never passes a message of the
+	// type newer than what is written: after a restart the type is read
+	// again from its oldest unwritten message. The global-hub profile
+	// numbers the agent's runs by reading their first events, and a run
+	// start replaced before it was written must be read again, or the
+	// runs after it are counted from another point than the types on
+	// other partitions.
+	HoldsReplaced bool
 }
 
 // Stale reports whether a bundle at version v is stale against the
