@@ -29,6 +29,10 @@ func deadLettersCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%s", deadLettersUsage)
 	}
+	if isHelp(args[0]) {
+		fmt.Println(deadLettersUsage)
+		return flag.ErrHelp
+	}
 	switch args[0] {
 	case "list":
 		return deadLettersList(ctx, args[1:])

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
@@ -17,13 +19,29 @@ const hubUsage = `usage: stb hub delete|reset NAME [--database-url URL]
 Both take effect while bridges run (they drop what they hold of the hub) and are idempotent.`
 
 func hubCmd(ctx context.Context, args []string) error {
-	if len(args) < 2 || (args[0] != "delete" && args[0] != "reset") {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Println(hubUsage)
+		return flag.ErrHelp
+	}
+	if len(args) < 1 || (args[0] != "delete" && args[0] != "reset") {
 		return fmt.Errorf("%s", hubUsage)
 	}
-	action, hub := db.HubAction(args[0]), args[1]
-	fs := newFlagSet("hub "+args[0], "Delete or reset a hub while the bridges run.")
+	action := db.HubAction(args[0])
+	fs := newFlagSet("hub "+args[0]+" NAME", "Delete or reset a hub while the bridges run.\n\n"+hubUsage)
 	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
-	if err := parseFlags(fs, args[2:]); err != nil {
+	// Flags may come before NAME and after it; --help anywhere prints the
+	// usage and touches nothing (it used to delete a hub named "--help").
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("no hub named\n%s", hubUsage)
+	}
+	hub := fs.Arg(0)
+	if strings.HasPrefix(hub, "-") {
+		return fmt.Errorf("%q is not a hub name (names do not start with '-')\n%s", hub, hubUsage)
+	}
+	if err := parseFlags(fs, fs.Args()[1:]); err != nil {
 		return err
 	}
 	pool, err := db.Connect(ctx, *url, 1)
@@ -37,4 +55,13 @@ func hubCmd(ctx context.Context, args []string) error {
 	}
 	fmt.Println(res.Describe(hub, action))
 	return nil
+}
+
+// isHelp reports whether arg asks for a command's usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
