@@ -58,7 +58,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if !ok {
 			return
 		}
-		if err := fs.Set(f.Name, v); err != nil {
+		var err error
+		if es, ok := f.Value.(envSetter); ok {
+			err = es.SetEnv(v)
+		} else {
+			err = fs.Set(f.Name, v)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", envName(f.Name), err))
 		}
 	})
@@ -100,25 +106,47 @@ func (l *listValue) Set(s string) error {
 	return nil
 }
 
-// propertyFlag collects key=value pairs (repeatable; comma-separated in the
-// environment variable).
+// envSetter is a flag value whose environment variable holds several
+// values where the command line gives one per flag.
+type envSetter interface {
+	SetEnv(s string) error
+}
+
+// propertyFlag collects key=value pairs: one per --kafka-property, taken
+// whole (a value may hold commas: debug=broker,topic, a password); in the
+// environment variable, several separated by newlines or, when there is
+// no newline, by commas.
 type propertyFlag map[string]string
 
 // String shows the properties with every credential redacted
 // (transport.SecretProperty): it is what logs and usage texts print.
 func (p propertyFlag) String() string { return transport.RedactedProperties(p) }
 
+// Set takes one key=value pair, whole.
 func (p propertyFlag) Set(s string) error {
-	for _, kv := range strings.Split(s, ",") {
-		kv = strings.TrimSpace(kv)
-		if kv == "" {
+	k, v, ok := strings.Cut(strings.TrimSpace(s), "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		// Never the text itself: it may be a secret given without its key.
+		return fmt.Errorf("want key=value, got %d characters without a key", len(s))
+	}
+	p[k] = v
+	return nil
+}
+
+// SetEnv takes the pairs of the environment variable.
+func (p propertyFlag) SetEnv(s string) error {
+	sep := ","
+	if strings.Contains(s, "\n") {
+		sep = "\n"
+	}
+	for _, kv := range strings.Split(s, sep) {
+		if strings.TrimSpace(kv) == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("want key=value, got %q", kv)
+		if err := p.Set(kv); err != nil {
+			return err
 		}
-		p[k] = v
 	}
 	return nil
 }

@@ -97,3 +97,43 @@ func TestListFlagReplacesDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaPropertyTakenWhole: on the command line a --kafka-property value
+// is one pair, commas and all (it was split at commas, so
+// sasl.password=A,B was cut and "x=B" became a property printed in clear,
+// and debug=a,b could not be passed; issue 21). The environment variable
+// still lists several, at newlines or else commas. A pair without a key is
+// refused without echoing it, and a property the bridge does not know is
+// printed without its value.
+func TestKafkaPropertyTakenWhole(t *testing.T) {
+	t.Setenv("STB_KAFKA_PROPERTY", "")
+	cfg := bridge.DefaultConfig()
+	fs := newFlagSet("run", "")
+	bindRun(fs, &cfg, nil)
+	err := parseFlags(fs, []string{"--kafka-property", "sasl.password=A,x=B", "--kafka-property", "debug=broker,topic",
+		"--kafka-property", "no.such.property=s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.KafkaProperties
+	if p["sasl.password"] != "A,x=B" || p["debug"] != "broker,topic" || len(p) != 3 {
+		t.Errorf("properties %v", p)
+	}
+	if s := propertyFlag(p).String(); strings.Contains(s, "A,x") || strings.Contains(s, "s3cret") || !strings.Contains(s, "debug=broker,topic") {
+		t.Errorf("printed as %q", s)
+	}
+	if err := propertyFlag(map[string]string{}).Set("hunter2"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a pair without a key: %v", err)
+	}
+
+	t.Setenv("STB_KAFKA_PROPERTY", "debug=broker,topic\nsasl.username=stb")
+	cfg = bridge.DefaultConfig()
+	fs = newFlagSet("run", "")
+	bindRun(fs, &cfg, nil)
+	if err := parseFlags(fs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.KafkaProperties; p["debug"] != "broker,topic" || p["sasl.username"] != "stb" || len(p) != 2 {
+		t.Errorf("from newline-separated environment: %v", p)
+	}
+}

@@ -35,8 +35,39 @@ func SecretProperty(k string) bool {
 // redacted stands for a secret value wherever it would show.
 const redacted = "***"
 
+// shownProperty reports whether the value of the librdkafka property k
+// may be printed: only for properties known to hold no credential. A name
+// the bridge does not know may be a secret one misspelt, or a secret
+// pasted where a key was meant, so its value is hidden too.
+func shownProperty(k string) bool {
+	k = strings.ToLower(strings.TrimSpace(k))
+	if SecretProperty(k) {
+		return false
+	}
+	switch k {
+	case "security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username",
+		"sasl.kerberos.service.name", "sasl.kerberos.principal",
+		"ssl.ca.location", "ssl.certificate.location", "ssl.endpoint.identification.algorithm",
+		"enable.ssl.certificate.verification", "ssl.cipher.suites", "ssl.curves.list", "ssl.sigalgs.list",
+		"client.id", "client.rack", "debug", "log_level", "broker.address.family",
+		"auto.offset.reset", "isolation.level", "partition.assignment.strategy", "group.instance.id",
+		"group.protocol", "compression.codec", "compression.type", "api.version.request",
+		"broker.version.fallback", "enable.auto.commit", "enable.auto.offset.store",
+		"allow.auto.create.topics", "check.crcs", "enable.partition.eof",
+		"socket.keepalive.enable", "socket.nagle.disable", "topic.metadata.propagation.max.ms":
+		return true
+	}
+	for _, suffix := range []string{".ms", ".bytes", ".kbytes", ".messages", ".max", ".count"} {
+		if strings.HasSuffix(k, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // RedactedProperties returns props as "key=value,…", sorted by key, with
-// the value of every SecretProperty replaced by ***.
+// the value of every property not known to be harmless (shownProperty),
+// every SecretProperty among them, replaced by ***.
 func RedactedProperties(props map[string]string) string {
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -46,7 +77,7 @@ func RedactedProperties(props map[string]string) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		v := props[k]
-		if SecretProperty(k) {
+		if !shownProperty(k) {
 			v = redacted
 		}
 		parts[i] = k + "=" + v
