@@ -17,8 +17,9 @@ import (
 // the version and origin of the bundle being applied, and does nothing when
 // the stored version is already newer, or the same for a type that does
 // not take equal versions (bundle.TypeInfo.TakesEqual: $8). A bundle's
-// run id ($9, the global-hub agent's) joins the row's last four. It returns the number
-// of rows it wrote: 1 or 0.
+// run id ($9, the global-hub agent's) joins the row's last four, and the
+// start frames of the bundles written ($10, bundle.Bundle.StartFrame) its
+// last 64. It returns the number of rows it wrote: 1 or 0.
 //
 // Comparing in the WHERE of ON CONFLICT, rather than reading the row first,
 // makes the check and the move one atomic step: a concurrent writer of the
@@ -38,9 +39,9 @@ const fenceSQL = fenceCTE + `SELECT count(*) FROM fence`
 const fenceCTE = `
 WITH fence AS (
 	INSERT INTO status.bundle_versions AS v
-		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at, run_ids)
+		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at, run_ids, start_frames)
 	VALUES ($1, $2, $3::numeric, $4::numeric, $5, $6, $7, now(),
-		CASE WHEN $9::text = '' THEN '{}'::text[] ELSE ARRAY[$9::text] END)
+		CASE WHEN $9::text = '' THEN '{}'::text[] ELSE ARRAY[$9::text] END, $10::bigint[])
 	ON CONFLICT (hub, bundle_type) DO UPDATE SET
 		incarnation = excluded.incarnation,
 		generation  = excluded.generation,
@@ -51,6 +52,10 @@ WITH fence AS (
 		run_ids     = CASE
 			WHEN $9::text = '' OR $9::text = ANY (v.run_ids) THEN v.run_ids
 			ELSE (v.run_ids || $9::text)[greatest(1, cardinality(v.run_ids) - 2):]
+		END,
+		start_frames = CASE
+			WHEN cardinality($10::bigint[]) = 0 THEN v.start_frames
+			ELSE (v.start_frames || $10::bigint[])[greatest(1, cardinality(v.start_frames) + cardinality($10::bigint[]) - 63):]
 		END
 	WHERE (v.incarnation, v.generation) < (excluded.incarnation, excluded.generation)
 	   OR ($8::boolean AND (v.incarnation, v.generation) = (excluded.incarnation, excluded.generation))
@@ -94,13 +99,24 @@ func (r *Registry) Apply(ctx context.Context, db DB, bundles []*bundle.Bundle) (
 	if err != nil {
 		return false, err
 	}
-	return fenceThen(ctx, db, last, s.TakesEqual, func() error { return s.write(ctx, db, bundles) })
+	return fenceThen(ctx, db, last, startFrames(bundles), s.TakesEqual, func() error { return s.write(ctx, db, bundles) })
+}
+
+// startFrames returns the start frames of a group's bundles, in order.
+func startFrames(bundles []*bundle.Bundle) []int64 {
+	out := []int64{}
+	for _, b := range bundles {
+		if b.StartFrame != 0 {
+			out = append(out, b.StartFrame)
+		}
+	}
+	return out
 }
 
 // fenceThen moves the fence to last's version and, if it moved, writes.
-func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, equal bool, write func() error) (applied bool, err error) {
+func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, frames []int64, equal bool, write func() error) (applied bool, err error) {
 	var n int64
-	if err := db.QueryRow(ctx, fenceSQL, fenceArgs(last, equal)...).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, fenceSQL, fenceArgs(last, frames, equal)...).Scan(&n); err != nil {
 		return false, fmt.Errorf("%s bundle %s of hub %q: version fence: %w", last.Type, last.Version, last.Hub, err)
 	}
 	if n == 0 {
@@ -112,13 +128,13 @@ func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, equal bool, writ
 	return true, nil
 }
 
-func fenceArgs(last *bundle.Bundle, equal bool) []any {
+func fenceArgs(last *bundle.Bundle, frames []int64, equal bool) []any {
 	return []any{
 		last.Hub, last.Type,
 		strconv.FormatUint(last.Version.Incarnation, 10),
 		strconv.FormatUint(last.Version.Generation, 10),
 		last.Origin.Topic, last.Origin.Partition, last.Origin.Offset,
-		equal, last.RunID,
+		equal, last.RunID, frames,
 	}
 }
 
@@ -197,6 +213,7 @@ func (r *Registry) applyInTx(ctx context.Context, db DB, groups [][]*bundle.Bund
 // it on its own.
 type plannedGroup struct {
 	last      *bundle.Bundle
+	frames    []int64 // startFrames of the group
 	size      int
 	equal     bool // the type takes equal versions
 	pipelined bool
@@ -212,7 +229,7 @@ func (r *Registry) plan(groups [][]*bundle.Bundle) ([]plannedGroup, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := plannedGroup{last: last, equal: s.TakesEqual}
+		p := plannedGroup{last: last, frames: startFrames(g), equal: s.TakesEqual}
 		for _, b := range g {
 			p.size += b.Size
 		}
@@ -260,7 +277,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		batch := newBatch()
 		for _, p := range ws[from:to] {
-			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.equal)...)
+			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.frames, p.equal)...)
 			for _, st := range p.stmts {
 				batch.Queue(st.SQL, st.Args...)
 			}
@@ -286,7 +303,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		from = i + 1
 		var err error
-		if applied[i], err = fenceThen(ctx, db, p.last, p.equal, func() error { return p.alone(ctx, db) }); err != nil {
+		if applied[i], err = fenceThen(ctx, db, p.last, p.frames, p.equal, func() error { return p.alone(ctx, db) }); err != nil {
 			return nil, err
 		}
 	}

@@ -133,7 +133,7 @@ func TestApplyMaxVersion(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("LoadVersions = %+v, want one row", got)
 	}
-	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top, Origin: got[0].Origin, RunIDs: []string{}}}
+	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top, Origin: got[0].Origin, RunIDs: []string{}, StartFrames: []int64{}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadVersions = %+v, want %+v", got, want)
 	}
@@ -273,5 +273,44 @@ func TestApplyFencePolicyTypes(t *testing.T) {
 				t.Errorf("older bundle changed bundle_versions: %+v, was %+v", got, version)
 			}
 		})
+	}
+}
+
+// TestApplyKeepsStartFrames: the fence records the start frames of the
+// bundles it writes (bundle.Bundle.StartFrame: the global-hub agent's
+// resync frames at a run's first version), the latest 64, through Apply
+// and through a pipelined Write alike, and a stale bundle adds none.
+func TestApplyKeepsStartFrames(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	hb := func(gen uint64, frame int64) *bundle.Bundle {
+		b := newBundle("hub-f", "heartbeat", bundle.Version{Incarnation: 1, Generation: gen}, &HeartbeatPayload{})
+		b.StartFrame = frame
+		return b
+	}
+	var want []int64
+	for i := range int64(70) {
+		if applied, err := apply(t, pool, hb(uint64(i+1), i+1)); err != nil || !applied {
+			t.Fatalf("Apply %d = %v, %v", i, applied, err)
+		}
+		want = append(want, i+1)
+	}
+	if applied, err := apply(t, pool, hb(3, 999)); err != nil || applied {
+		t.Fatalf("stale Apply = %v, %v", applied, err)
+	}
+	if _, err := Default().Write(t.Context(), pool, [][]*bundle.Bundle{{hb(71, 0)}, {newBundle("hub-g", "heartbeat", bundle.Version{Generation: 1}, &HeartbeatPayload{})}}); err != nil {
+		t.Fatal(err)
+	}
+	b := hb(72, -5) // a hash is any 64 bits
+	if _, err := Default().Write(t.Context(), pool, [][]*bundle.Bundle{{b}, {newBundle("hub-g", "heartbeat", bundle.Version{Generation: 2}, &HeartbeatPayload{})}}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want[len(want)-63:], -5)
+	got, err := db.LoadHubVersions(t.Context(), pool, "hub-f")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("LoadHubVersions = %+v, %v", got, err)
+	}
+	if !reflect.DeepEqual(got[0].StartFrames, want) {
+		t.Errorf("start frames %v, want %v", got[0].StartFrames, want)
 	}
 }

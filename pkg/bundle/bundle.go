@@ -71,6 +71,12 @@ type Bundle struct {
 	// recorded with the version, so that a late copy of that event is
 	// known for one after a restart of the bridge.
 	RunID string
+	// StartFrame is, for an event read at its run's first version other
+	// than the run's first event (a frame of the resync the sender sends
+	// when it starts), a hash of its CloudEvents id; 0 otherwise. Recorded
+	// with the version, so that a late copy of it read after a restart of
+	// the bridge is known for a copy, not a new run.
+	StartFrame int64
 
 	Origin     Origin
 	EventTime  time.Time // when the hub produced it (CloudEvents time)

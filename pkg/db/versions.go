@@ -34,6 +34,9 @@ type StoredVersion struct {
 	// global-hub agent's; empty for other types).
 	Origin bundle.Origin
 	RunIDs []string
+	// StartFrames are the hashed ids of the latest frames written at their
+	// run's first version (bundle.Bundle.StartFrame), oldest first.
+	StartFrames []int64
 }
 
 // LoadVersions returns every stored version, ordered by hub and type. The
@@ -51,7 +54,7 @@ func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
 }
 
 // versionColumns are the columns loadVersions scans, in its order.
-const versionColumns = `hub, bundle_type, incarnation::text, generation::text, topic, "partition", "offset", run_ids`
+const versionColumns = `hub, bundle_type, incarnation::text, generation::text, topic, "partition", "offset", run_ids, start_frames`
 
 func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]StoredVersion, error) {
 	rows, err := q.Query(ctx, query, args...)
@@ -63,7 +66,7 @@ func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]
 			sv       StoredVersion
 			inc, gen string
 		)
-		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen, &sv.Origin.Topic, &sv.Origin.Partition, &sv.Origin.Offset, &sv.RunIDs); err != nil {
+		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen, &sv.Origin.Topic, &sv.Origin.Partition, &sv.Origin.Offset, &sv.RunIDs, &sv.StartFrames); err != nil {
 			return sv, err
 		}
 		if sv.Version.Incarnation, err = strconv.ParseUint(inc, 10, 64); err != nil {

@@ -214,7 +214,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		eventTime = msg.Timestamp
 	}
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
-	b.Version, b.Dependency, b.RunID = g.version(hub, short, t, agentV, agentDep, ev.id, origin)
+	m := g.version(hub, short, t, agentV, agentDep, ev.id, origin)
+	b.Version, b.Dependency, b.RunID, b.StartFrame = m.v, m.dep, m.runID, int64(m.startFrame)
 	b.HasDependency = t.dependsOn != ""
 	if short == "managedclustermigration" {
 		if data, err = withMigrationAttrs(data, ev.migrationID, ev.migrationStage); err != nil {

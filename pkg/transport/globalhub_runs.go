@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +77,10 @@ type runState struct {
 	// recent are the ids read last (hashed), oldest first: a copy of
 	// one of them is never a new run.
 	recent []uint64
+	// restoredFrames are the hashed ids of frames written at their run's
+	// first version, as status.bundle_versions.start_frames keeps them: a
+	// copy of one is never a new run either.
+	restoredFrames []uint64
 	// read is where the newest event of the type was read (or, restored,
 	// written): an event read again at or before it, in the same
 	// partition, was read before and is mapped as it was then.
@@ -136,10 +139,17 @@ const (
 	maxAgentGeneration = 1<<32 - 1
 )
 
-// idHashSeed hashes the event ids the profile remembers.
-var idHashSeed = maphash.MakeSeed()
-
-func hashID(id string) uint64 { return maphash.String(idHashSeed, id) }
+// hashID hashes an event id the profile remembers: FNV-1a, 64 bits, the
+// same in every process, as status.bundle_versions.start_frames keeps
+// them across restarts of the bridge.
+func hashID(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
 
 // less orders two agent versions: by generation, then value.
 func less(a, b agentVersion) bool {
@@ -206,7 +216,7 @@ func (g *GlobalHub) state(k runKey) *runState {
 // type: its version (run and agent version), where it was read, and the
 // ids of the latest runs' first events. Other types are ignored; runs only
 // move forward, so a bridge that read further keeps what it read.
-func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string) {
+func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
 	short, ok := strings.CutPrefix(bundleType, GlobalHubBundlePrefix)
 	t, known := ghTypes[short]
 	if !ok || !known || v.Incarnation == 0 {
@@ -225,6 +235,11 @@ func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.
 	}
 	if at.Offset >= 0 && at.Topic != "" {
 		r.read, r.hasRead = at, true
+	}
+	for _, f := range startFrames {
+		if h := uint64(f); !slices.Contains(r.restoredFrames, h) {
+			r.restoredFrames = append(r.restoredFrames, h)
+		}
 	}
 	for i, id := range runIDs {
 		if slices.ContainsFunc(r.starts, func(s runStart) bool { return s.id == id }) {
@@ -268,7 +283,7 @@ func (r *runState) seen(id string) (run uint64, start, ok bool) {
 			return s.run, false, true
 		}
 	}
-	if slices.Contains(r.recent, h) {
+	if slices.Contains(r.recent, h) || slices.Contains(r.restoredFrames, h) {
 		return 0, false, true
 	}
 	return 0, false, false
@@ -282,11 +297,18 @@ func (r *runState) startID() string {
 	return ""
 }
 
-// version maps an event of a hub's type, read at o, to its bundle
-// version, the id of its run's first event, and, for a type that depends
-// on another, the base's version its extdependencyversion dep names. See
-// GlobalHub.
-func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id string, o bundle.Origin) (v, depV bundle.Version, runID string) {
+// mapped is what version makes of an event: its bundle version, for a
+// type that depends on another the base's version its
+// extdependencyversion names, the id of its run's first event, and, for a
+// frame read at its run's first version, its hashed id (startFrame).
+type mapped struct {
+	v, dep     bundle.Version
+	runID      string
+	startFrame uint64
+}
+
+// version maps an event of a hub's type, read at o. See GlobalHub.
+func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id string, o bundle.Origin) mapped {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
@@ -296,10 +318,10 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 		// it was written or replaced before what the database holds.
 		for i := len(r.starts) - 1; i >= 0; i-- {
 			if s := r.starts[i]; s.hasPos && samePartition(s.at, o) && s.at.Offset <= o.Offset {
-				return pack(s.run, a), t.dependency(s.run, dep), s.id
+				return mapped{v: pack(s.run, a), dep: t.dependency(s.run, dep), runID: s.id}
 			}
 		}
-		return bundle.Version{}, bundle.Version{}, ""
+		return mapped{}
 	}
 	if t.dependsOn != "" {
 		// On the base's own partition (a per-hub topic) the order is the
@@ -308,7 +330,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 		// again only after a restart or a rebalance. It is stale; it must
 		// not number a run either.
 		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.hasRead && samePartition(base.read, o) && o.Offset < base.read.Offset {
-			return bundle.Version{}, bundle.Version{}, ""
+			return mapped{}
 		}
 	}
 	r.read, r.hasRead = o, true
@@ -317,10 +339,11 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 		// run keeps its version (equal or older than what was read since);
 		// any other copy is stale: its original is written or replaced.
 		if start && run == r.run {
-			return pack(run, a), t.dependency(run, dep), ""
+			return mapped{v: pack(run, a), dep: t.dependency(run, dep)}
 		}
-		return bundle.Version{}, bundle.Version{}, ""
+		return mapped{}
 	}
+	var frame uint64
 	if !r.hasLatest || t.restarts(a, r.latest) {
 		g.newRun(hub, t, r, o)
 		r.addStart(runStart{id: id, run: r.run, at: o, hasPos: true, first: a})
@@ -329,9 +352,11 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 		if less(r.latest, a) {
 			r.latest = a
 		}
-		if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run && r.starts[n-1].hasPos &&
-			r.starts[n-1].first == a && len(r.starts[n-1].frames) < maxStartFrames {
-			r.starts[n-1].frames = append(r.starts[n-1].frames, hashID(id))
+		if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run && r.starts[n-1].hasPos && r.starts[n-1].first == a {
+			frame = hashID(id)
+			if len(r.starts[n-1].frames) < maxStartFrames {
+				r.starts[n-1].frames = append(r.starts[n-1].frames, frame)
+			}
 		}
 	}
 	r.remember(id, t.recentLimit())
@@ -341,7 +366,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 	if t.isBase() {
 		r.record(a)
 	}
-	return pack(r.run, a), t.dependency(r.run, dep), r.startID()
+	return mapped{v: pack(r.run, a), dep: t.dependency(r.run, dep), runID: r.startID(), startFrame: frame}
 }
 
 // newRun moves r to a new run, newer than every run before it: numbered

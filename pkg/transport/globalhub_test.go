@@ -350,8 +350,8 @@ func TestGlobalHubRestoreAndReplay(t *testing.T) {
 		}
 	}
 	gh := transport.NewGlobalHub()
-	gh.Restore("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-0", "r2-0"})
-	gh.Restore("hub1", "compliance", bundle.Version{Incarnation: 99}, bundle.Origin{}, nil) // not a global-hub type: ignored
+	gh.Restore("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-0", "r2-0"}, nil)
+	gh.Restore("hub1", "compliance", bundle.Version{Incarnation: 99}, bundle.Origin{}, nil, nil) // not a global-hub type: ignored
 	for _, r := range []ghRead{
 		{typ: "managedcluster", version: "5.6", id: "r1-1", offset: 11, at: t0},
 		{typ: "managedcluster", version: "0.1", id: "r2-0", offset: 12, at: t0},
@@ -380,7 +380,7 @@ func TestGlobalHubRestoreAndReplay(t *testing.T) {
 	// a restart (which would take the compliance back and leave the
 	// complete compliance waiting on the wrong run).
 	lc := ghRead{typ: "policy.localcompliance", version: "6.9", id: "lc-9", offset: 30, at: t0}.decode(t, before)
-	gh.Restore("hub1", dbsyncers.GHLocalCompliance, lc.Version, lc.Origin, []string{"lc-0"})
+	gh.Restore("hub1", dbsyncers.GHLocalCompliance, lc.Version, lc.Origin, []string{"lc-0"}, nil)
 	if v := (ghRead{typ: "policy.localcompliance", version: "3.5", id: "lc-5", offset: 31, at: t0}).decode(t, gh).Version; !lc.Version.Newer(v) {
 		t.Fatalf("a copy of an earlier localcompliance maps to %v, not older than %v", v, lc.Version)
 	}
@@ -457,9 +457,9 @@ func sharedReader(t *testing.T, gh *transport.GlobalHub) func(typ, version, dep,
 func TestGlobalHubCompleteComplianceAfterRestore(t *testing.T) {
 	gh := transport.NewGlobalHub()
 	lcAt := bundle.Origin{Topic: "gh-status", Partition: 1, Offset: 100}
-	gh.Restore("hub1", dbsyncers.GHLocalCompliance, bundle.Version{Incarnation: 3 << 32, Generation: 9}, lcAt, []string{"lc-run3"})
+	gh.Restore("hub1", dbsyncers.GHLocalCompliance, bundle.Version{Incarnation: 3 << 32, Generation: 9}, lcAt, []string{"lc-run3"}, nil)
 	gh.Restore("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 1<<32 | 4, Generation: 5},
-		bundle.Origin{Topic: "gh-status", Partition: 2, Offset: 50}, []string{"cc-run1"})
+		bundle.Origin{Topic: "gh-status", Partition: 2, Offset: 50}, []string{"cc-run1"}, nil)
 	read := sharedReader(t, gh)
 	read("policy.localcompletecompliance", "0.2", "1.4", "cc-old", 2, 60) // a run the compliance is past
 	cur := read("policy.localcompletecompliance", "0.1", "1.9", "cc-cur", 2, 61)
@@ -631,6 +631,50 @@ func TestGlobalHubCompleteComplianceRunWithout(t *testing.T) {
 		}
 		if c3b.Dependency != l3 || !c3b.Version.Newer(c3.Version) {
 			t.Errorf("base first %v: the third run's next complete compliance %v depends on %v, want %v", baseFirst, c3b.Version, c3b.Dependency, l3)
+		}
+	}
+}
+
+// TestGlobalHubRestoredStartFrames: a resync the agent sends when it starts
+// is several frames at the run's first version
+// (agent/pkg/status/emitters/object_emitter.go); the frames other than the
+// first carry StartFrame, which status.bundle_versions keeps. A bridge
+// that starts again and restores them takes a late copy of such a frame of
+// an earlier run for a copy: stale, not a restart of the agent that would
+// take the clusters back (seen: a managed cluster's labels taken back by
+// a copy of an earlier run's resync frame read just after a restart of
+// the bridge on the shared backlog).
+func TestGlobalHubRestoredStartFrames(t *testing.T) {
+	t0 := ghTime
+	before := transport.NewGlobalHub()
+	var frames []int64
+	var last *bundle.Bundle
+	for _, r := range []ghRead{
+		{typ: "managedcluster", version: "0.0", id: "r1-start", offset: 10, at: t0},
+		{typ: "managedcluster", version: "0.0", id: "r1-frame", offset: 11, at: t0},
+		{typ: "managedcluster", version: "2.5", id: "r1-update", offset: 12, at: t0},
+		{typ: "managedcluster", version: "0.0", id: "r2-start", offset: 13, at: t0},
+		{typ: "managedcluster", version: "0.0", id: "r2-frame", offset: 14, at: t0},
+		{typ: "managedcluster", version: "3.9", id: "r2-update", offset: 15, at: t0},
+	} {
+		last = r.decode(t, before)
+		if strings.HasSuffix(r.id, "-frame") != (last.StartFrame != 0) {
+			t.Fatalf("%s: StartFrame %d", r.id, last.StartFrame)
+		}
+		if last.StartFrame != 0 {
+			frames = append(frames, last.StartFrame)
+		}
+	}
+	for _, withFrames := range []bool{true, false} {
+		gh := transport.NewGlobalHub()
+		restored := frames
+		if !withFrames {
+			restored = nil
+		}
+		gh.Restore("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-start", "r2-start"}, restored)
+		v := (ghRead{typ: "managedcluster", version: "0.0", id: "r1-frame", offset: 20, at: t0}).decode(t, gh).Version
+		if stale := !v.Newer(last.Version); stale != withFrames {
+			t.Errorf("frames restored %v: a late copy of an earlier run's frame maps to %v against the stored %v", withFrames, v, last.Version)
 		}
 	}
 }

@@ -320,7 +320,7 @@ func (b *Bridge) restore(versions []db.StoredVersion) {
 	for _, v := range versions {
 		b.manager.Restore(v.Hub, v.Type, v.Version)
 		if b.globalHub != nil {
-			b.globalHub.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs)
+			b.globalHub.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
 		}
 	}
 }

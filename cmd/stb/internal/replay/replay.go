@@ -103,7 +103,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 			return err
 		}
 		for _, v := range versions {
-			gh.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs)
+			gh.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
 		}
 	}
 	var fetch *fetcher
