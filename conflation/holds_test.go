@@ -49,3 +49,47 @@ func TestHoldsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestMergePanicLeavesUnitUsable: a MergeFunc that panics (a bug of the
+// bridge's) ran under the unit's lock and left it held for good; now the
+// deltas stay unmerged, are written in order, and the unit takes more.
+func TestMergePanicLeavesUnitUsable(t *testing.T) {
+	types := []bundle.TypeInfo{
+		{Name: "compliance", Kind: bundle.Complete},
+		{Name: "compliancedelta", Kind: bundle.Delta, DependsOn: "compliance", Rule: bundle.Exactly},
+	}
+	m, err := NewManager(Config{Types: types, MaxDeltaBytes: 15, Merge: map[string]MergeFunc{
+		"compliancedelta": func(acc, next any) any { panic("a merge's bug") },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := v(1, 1)
+	insert := func(typ string, ver bundle.Version, dep *bundle.Version) {
+		b := &bundle.Bundle{Hub: "h", Type: typ, Version: ver, Size: 10, Payload: "p"}
+		if dep != nil {
+			b.Dependency, b.HasDependency = *dep, true
+		}
+		m.Insert(b)
+	}
+	insert("compliance", base, nil)
+	insert("compliancedelta", v(1, 2), &base)
+	insert("compliancedelta", v(1, 3), &base) // over MaxDeltaBytes: merges, which panics
+	insert("compliancedelta", v(1, 4), &base)
+	u, ok := m.Lookup("h")
+	if !ok {
+		t.Fatal("no unit")
+	}
+	var got [][]bundle.Version
+	for range 2 {
+		j, err := u.Next()
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		got = append(got, versions(j))
+		m.Report(j, Applied)
+	}
+	if len(got[1]) != 3 || got[1][0] != v(1, 2) || got[1][2] != v(1, 4) {
+		t.Errorf("jobs %v, want the compliance, then the three deltas unmerged", got)
+	}
+}

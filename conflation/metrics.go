@@ -9,7 +9,7 @@ type counter interface{ Inc() }
 // typeMetrics are one bundle type's counters, curried once so the hot path
 // does no label lookups.
 type typeMetrics struct {
-	inserted, conflated, stale, merged, retries, resyncs prometheus.Counter
+	inserted, conflated, stale, merged, retries, resyncs, mergePanics prometheus.Counter
 }
 
 type metrics struct {
@@ -47,12 +47,16 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 		Namespace: "stb", Subsystem: "conflation", Name: "dormant_hubs",
 		Help: "Hubs without a unit, known only by their versions: evicted after --unit-idle-timeout, or restored and not heard from since.",
 	}, func() float64 { return float64(m.Dormant()) })
+	mergePanics := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "stb", Subsystem: "conflation", Name: "merge_panics_total",
+		Help: "Merges of pending deltas that panicked (a bug of the bridge's), by bundle type: the deltas are written one by one instead.",
+	}, []string{"type"})
 	evicted := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "stb", Subsystem: "conflation", Name: "units_evicted_total",
 		Help: "Units evicted from memory after --unit-idle-timeout with nothing held or in flight.",
 	})
 	if reg != nil {
-		reg.MustRegister(bundles, retries, resyncs, units, held, ready, dormant, evicted)
+		reg.MustRegister(bundles, retries, resyncs, mergePanics, units, held, ready, dormant, evicted)
 	}
 	out := &metrics{unknown: bundles.WithLabelValues("", "unknown_type"), evicted: evicted}
 	for _, t := range types {
@@ -63,6 +67,8 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 			merged:    bundles.WithLabelValues(t, "merged"),
 			retries:   retries.WithLabelValues(t),
 			resyncs:   resyncs.WithLabelValues(t),
+
+			mergePanics: mergePanics.WithLabelValues(t),
 		})
 	}
 	return out

@@ -179,10 +179,17 @@ func (u *Unit) mergeLocked(s *slot, rel *releaser, tm *typeMetrics) {
 		return
 	}
 	first := s.pending[0]
-	acc := first.Payload
-	size := first.Size
-	for _, b := range s.pending[1:] {
-		acc = s.merge(acc, b.Payload)
+	acc, ok := mergePayloads(s.merge, s.pending)
+	if !ok {
+		// The merge panicked (a bug of the bridge's): the deltas stay as
+		// they are, each written in turn, and this slot merges no more,
+		// rather than leave the unit's lock held for good.
+		s.merge = nil
+		tm.mergePanics.Inc()
+		return
+	}
+	size := 0
+	for _, b := range s.pending {
 		size += b.Size
 	}
 	merged := *first // keeps the first's origin and tracker
@@ -199,6 +206,21 @@ func (u *Unit) mergeLocked(s *slot, rel *releaser, tm *typeMetrics) {
 	}
 	clear(s.pending)
 	s.pending = append(s.pending[:0], &merged)
+}
+
+// mergePayloads folds the bundles' payloads with merge, oldest first; ok
+// is false when merge panicked.
+func mergePayloads(merge MergeFunc, bs []*bundle.Bundle) (acc any, ok bool) {
+	defer func() {
+		if recover() != nil {
+			acc, ok = nil, false
+		}
+	}()
+	acc = bs[0].Payload
+	for _, b := range bs[1:] {
+		acc = merge(acc, b.Payload)
+	}
+	return acc, true
 }
 
 // pruneDependentsLocked drops delta groups whose base is older than the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,7 +290,7 @@ func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) [
 	for i, j := range jobs {
 		groups[i] = j.Bundles
 	}
-	applied, err := d.applier.Write(bctx, d.pool, groups)
+	applied, err := d.write(bctx, groups)
 	cancel()
 	if err != nil {
 		d.metrics.batchSplits.Inc()
@@ -319,7 +320,7 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 	}
 	start := time.Now()
 	var applied bool
-	a, err := d.applier.Write(ctx, d.pool, [][]*bundle.Bundle{job.Bundles})
+	a, err := d.write(ctx, [][]*bundle.Bundle{job.Bundles})
 	switch {
 	case err == nil:
 		applied = a[0]
@@ -347,6 +348,21 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 		return out
 	}
 	return d.deadLetter(ctx, job, v.reason, err)
+}
+
+// write is the applier's Write, with a panic (a bug of the bridge's in a
+// plan or a handler) turned into a permanent write_panic error: the batch
+// is split and the bundle that panics alone is dead-lettered, where the
+// panic would stop the bridge at that bundle after every restart. The
+// transaction it ran in is rolled back on the way out (pgx.BeginFunc).
+func (d *Dispatcher) write(ctx context.Context, groups [][]*bundle.Bundle) (applied []bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			d.logger.Error("writing panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+			applied, err = nil, &dbsyncers.PermanentError{Reason: deadletter.WritePanic, Err: fmt.Errorf("write panicked: %v", v)}
+		}
+	}()
+	return d.applier.Write(ctx, d.pool, groups)
 }
 
 // deadLetter records a job's bundles as dead letters and returns the

@@ -25,6 +25,10 @@ const (
 	// BadPayload: the data is not what the type's decoder or handler
 	// takes (read and write side).
 	BadPayload Reason = "bad_payload"
+	// DecodePanic: decoding the message panicked, a bug of the bridge's;
+	// the message is kept here, to replay once the bridge is fixed,
+	// instead of stopping the bridge at every restart.
+	DecodePanic Reason = "decode_panic"
 )
 
 // Write side: the bundle could not be written, and never will be.
@@ -45,11 +49,14 @@ const (
 	ProgramLimitExceeded Reason = "program_limit_exceeded"
 	// PermanentError: a permanent failure of no more specific kind.
 	PermanentError Reason = "permanent_error"
+	// WritePanic: planning or writing the bundle panicked, a bug of the
+	// bridge's; kept to replay once it is fixed, like DecodePanic.
+	WritePanic Reason = "write_panic"
 )
 
 // ReadReasons are the reasons a message is rejected for on read, for
 // metrics that exist from the start.
-var ReadReasons = []Reason{NotCloudEvent, MissingAttribute, UnknownType, MalformedVersion, TooLarge, SourceMismatch, InvalidHub, BadPayload}
+var ReadReasons = []Reason{NotCloudEvent, MissingAttribute, UnknownType, MalformedVersion, TooLarge, SourceMismatch, InvalidHub, BadPayload, DecodePanic}
 
 // Reasoned is implemented by errors that carry their dead-letter reason;
 // the dispatcher recognises a permanent failure by it.

@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,12 +16,18 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
+// panicData makes the test decoder panic, as a decoder with a bug would.
+var panicData = []byte(`{"objects":"panic"}`)
+
 // objects is the payload shape shared by the test bundle types.
 type objects struct {
 	Objects []json.RawMessage `json:"objects"`
 }
 
 func decodeObjects(data []byte) (any, error) {
+	if bytes.Equal(data, panicData) {
+		panic("the test decoder's bug")
+	}
 	var o objects
 	if err := json.Unmarshal(data, &o); err != nil {
 		return nil, err

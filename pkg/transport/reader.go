@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -471,7 +472,7 @@ func (r *Reader) decode(ctx context.Context, it polled) {
 			return // a chunk held until its event is whole
 		}
 	}
-	b, rej := r.decodeMessage(it.msg)
+	b, rej := r.decodeSafely(it.msg)
 	if rej != nil && rej.Skipped {
 		r.metrics.skipped.WithLabelValues(rej.Type).Inc()
 		it.p.Done(rej.Origin)
@@ -485,6 +486,28 @@ func (r *Reader) decode(ctx context.Context, it polled) {
 	it.tc.accepted.Inc()
 	b.Track(it.p)
 	r.deps.Sink.Insert(b)
+}
+
+// decodeSafely is decodeMessage, with a panic of the decoder (a bug of
+// the bridge's) turned into a decode_panic reject: the message is
+// dead-lettered once and reading goes on, where the panic would stop the
+// bridge at that message after every restart.
+func (r *Reader) decodeSafely(msg *kafka.Message) (b *bundle.Bundle, rej *Reject) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		origin := bundle.Origin{Offset: -1, Partition: -1}
+		if tp := msg.TopicPartition; tp.Topic != nil {
+			origin = bundle.Origin{Topic: *tp.Topic, Partition: tp.Partition, Offset: int64(tp.Offset)}
+		}
+		r.logger.Error("decoding a message panicked; dead-lettering it", zap.String("topic", origin.Topic),
+			zap.Int32("partition", origin.Partition), zap.Int64("offset", origin.Offset),
+			zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+		b, rej = nil, newReject(msg, origin, deadletter.DecodePanic, fmt.Errorf("decoder panicked: %v", v))
+	}()
+	return r.decodeMessage(msg)
 }
 
 // reject logs and counts a message and hands it to Deps.Rejects, which

@@ -595,3 +595,41 @@ func TestReaderRevocationWaitsForQueuedMessages(t *testing.T) {
 	t.Logf("after the revocation the first reader had handed on %d bundles, the second %d",
 		len(first.snapshot()), len(second.snapshot()))
 }
+
+// TestReaderDecoderPanic: a decoder that panics on one message (a bug of
+// the bridge's) no longer stops the bridge: the message is rejected with
+// decode_panic, once, and the messages after it are read (issue 21: with
+// no recover, every restart read it again and died again).
+func TestReaderDecoderPanic(t *testing.T) {
+	b := startBroker(t, 1)
+	pub := newPublisher(t, b.Addr())
+	ctx := context.Background()
+	for i, data := range [][]byte{nil, panicData, nil} {
+		env := validEnvelope("status", "hub-a")
+		env.Version = bundle.Version{Incarnation: 1, Generation: uint64(i + 1)}
+		if data != nil {
+			env.Data = data
+		}
+		if err := pub.PublishMessage(ctx, mustEncode(t, env)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sink := &testSink{}
+	h := startReader(t, b, "panics", &memOffsets{}, sink)
+	waitFor(t, waitTimeout, "the three messages to be read", func() bool {
+		return len(sink.snapshot())+len(h.rejects.snapshot()) == 3
+	})
+	rejects := h.rejects.snapshot()
+	if len(rejects) != 1 || rejects[0].Reason != deadletter.DecodePanic || rejects[0].Origin.Offset != 1 {
+		t.Fatalf("rejects %+v, want the message at offset 1 as %s", rejects, deadletter.DecodePanic)
+	}
+	if got := originsOf(sink.snapshot()); len(got) != 2 || got[0].Offset != 0 || got[1].Offset != 2 {
+		t.Errorf("bundles from %v, want offsets 0 and 2", got)
+	}
+	if n := counterValue(t, h.registry, "stb_transport_rejected_total", map[string]string{"reason": string(deadletter.DecodePanic)}); n != 1 {
+		t.Errorf("stb_transport_rejected_total{reason=decode_panic} = %v, want 1", n)
+	}
+}
