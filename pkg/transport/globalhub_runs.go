@@ -401,7 +401,10 @@ func (g *GlobalHub) newRun(hub string, t ghType, r *runState, o bundle.Origin) {
 // isBase reports whether another type depends on t.
 func (t ghType) isBase() bool { return t.dependents }
 
-// record adds a to what was read of r's current run.
+// record adds a to what was read of r's current run, if it is newer than
+// everything recorded of it: an older one is a copy whose id was not
+// remembered, maybe of an earlier run, and would make align take the run
+// for one that did not send what a dependent names.
 func (r *runState) record(a agentVersion) {
 	n := len(r.history)
 	if n == 0 || r.history[n-1].run != r.run {
@@ -409,6 +412,9 @@ func (r *runState) record(a agentVersion) {
 		n++
 	}
 	h := &r.history[n-1]
+	if k := len(h.events); k > 0 && !less(h.events[k-1], a) {
+		return
+	}
 	if len(h.events) >= maxHistory {
 		h.events = slices.Delete(h.events, 0, 1)
 	}

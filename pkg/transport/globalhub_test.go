@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -676,5 +677,27 @@ func TestGlobalHubRestoredStartFrames(t *testing.T) {
 		if stale := !v.Newer(last.Version); stale != withFrames {
 			t.Errorf("frames restored %v: a late copy of an earlier run's frame maps to %v against the stored %v", withFrames, v, last.Version)
 		}
+	}
+}
+
+// TestGlobalHubCompleteComplianceAfterLateCopy: a late copy of an earlier
+// compliance event whose id is no longer remembered (the last 16) is taken
+// for an event of the current run, but not for what that run sent: the
+// complete compliance naming the run's real event still belongs to it.
+// (It was recorded, made the run look as if it had sent another value at
+// that generation, and moved the complete compliance to a run that never
+// came: the shared-topic bench's positions stopped short of the end.)
+func TestGlobalHubCompleteComplianceAfterLateCopy(t *testing.T) {
+	gh := transport.NewGlobalHub()
+	read := sharedReader(t, gh)
+	read("policy.localcompliance", "0.5", "", "lc-0", 2, 1)
+	l1 := read("policy.localcompliance", "1.7", "", "lc-1", 2, 2)
+	for i := range 16 { // the ids remembered move on
+		read("policy.localcompliance", "1.7", "", fmt.Sprintf("lc-dup-%d", i), 2, int64(3+i))
+	}
+	read("policy.localcompliance", "1.6", "", "lc-earlier-run", 2, 30) // a late copy, its id forgotten
+	c := read("policy.localcompletecompliance", "0.2", "2.7", "cc-0", 1, 1)
+	if c.Dependency != l1.Version {
+		t.Errorf("the complete compliance depends on %v, want the compliance %v", c.Dependency, l1.Version)
 	}
 }
