@@ -93,3 +93,45 @@ func TestMergePanicLeavesUnitUsable(t *testing.T) {
 		t.Errorf("jobs %v, want the compliance, then the three deltas unmerged", got)
 	}
 }
+
+// TestCompleteAfterItsBaseMovedOn: a complete bundle that depends on
+// exactly one version of its base, read after the base moved past that
+// version (on a shared topic the base's partition can be read ahead: the
+// global-hub agent's localcompletecompliance naming a localcompliance a
+// newer one replaced), is stale at once, like a delta on a replaced base.
+// It used to wait for the dependency timeout, holding its partition's
+// position and ending as a dependency_timeout dead letter of a healthy
+// agent. One read before the base moved on is pruned when it moves.
+func TestCompleteAfterItsBaseMovedOn(t *testing.T) {
+	types := []bundle.TypeInfo{
+		{Name: "compliance", Kind: bundle.Complete},
+		{Name: "complete", Kind: bundle.Complete, DependsOn: "compliance", Rule: bundle.Exactly},
+	}
+	m, err := NewManager(Config{Types: types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := &doneSet{}
+	insert := func(off int64, typ string, ver bundle.Version, dep *bundle.Version) {
+		b := &bundle.Bundle{Hub: "h", Type: typ, Version: ver, Size: 10, Origin: bundle.Origin{Topic: "t", Offset: off}}
+		if dep != nil {
+			b.Dependency, b.HasDependency = *dep, true
+		}
+		b.Track(done)
+		m.Insert(b)
+	}
+	v1, v2 := v(1, 1), v(1, 2)
+	insert(1, "complete", v(1, 10), &v1) // read before its base
+	insert(2, "compliance", v2, nil)    // the base moves past v1
+	if done.count(1) != 1 {
+		t.Errorf("a complete bundle on a replaced base, pending, was not released when the base moved on")
+	}
+	insert(3, "complete", v(1, 11), &v1) // read after the base moved on
+	if done.count(3) != 1 {
+		t.Errorf("a complete bundle read after its base moved on is held (released %d times), want stale at once", done.count(3))
+	}
+	insert(4, "complete", v(1, 12), &v2)
+	if done.count(4) != 0 {
+		t.Errorf("a complete bundle on the current base was released before it was written")
+	}
+}

@@ -123,6 +123,15 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	}
 	switch kind {
 	case bundle.Complete:
+		if s.info.Rule == bundle.Exactly {
+			if d := &u.slots[s.dep]; d.hasSeen && b.Dependency.Compare(d.seen) < 0 {
+				// Its base was already replaced by a newer one, read
+				// first (another partition): it can never apply, as a
+				// pending one would be pruned when the base moved on.
+				rel.add(b, tm.stale)
+				return false
+			}
+		}
 		for _, old := range s.pending {
 			if s.info.HoldsReplaced {
 				b.Supersede(old)

@@ -37,8 +37,34 @@ func TestGlobalHubAgentSharedTopicBacklog(t *testing.T) {
 	b.stop(30 * time.Second)
 	b2 := e.startBridge(ghSharedTopic...)
 	e.waitVerified(exp, 3*time.Minute)
+	e.waitPositionsAtEnd(exp, time.Minute)
 	b2.stop(30 * time.Second)
 	e.noDeadLetters()
+}
+
+// waitPositionsAtEnd waits until the positions stored for the shared
+// topic's partitions add up to every message the simulation sent: nothing
+// is held any more. A complete compliance read after its base had moved on
+// used to wait for --dependency-timeout (5 minutes, then a
+// dependency_timeout dead letter) with the state already verified.
+func (e *env) waitPositionsAtEnd(expected string, timeout time.Duration) {
+	e.t.Helper()
+	total := int64(e.messages(expected))
+	var sum int64
+	deadline := time.Now().Add(timeout)
+	for {
+		sum = 0
+		for _, o := range e.offsets() {
+			sum += o
+		}
+		if sum >= total {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("stored positions %v add up to %d of %d messages after %v", e.offsets(), sum, total, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // partitionsWritten returns the number of partitions of topic that hold
