@@ -122,7 +122,7 @@ func TestCompleteAfterItsBaseMovedOn(t *testing.T) {
 	}
 	v1, v2 := v(1, 1), v(1, 2)
 	insert(1, "complete", v(1, 10), &v1) // read before its base
-	insert(2, "compliance", v2, nil)    // the base moves past v1
+	insert(2, "compliance", v2, nil)     // the base moves past v1
 	if done.count(1) != 1 {
 		t.Errorf("a complete bundle on a replaced base, pending, was not released when the base moved on")
 	}
