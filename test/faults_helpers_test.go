@@ -364,6 +364,12 @@ func (e *env) waitOffsets(end map[int32]int64, timeout time.Duration) {
 // status topic: the offset the next record will get.
 func (e *env) highWatermarks() map[int32]int64 {
 	e.t.Helper()
+	return e.highWatermarksOf("status")
+}
+
+// highWatermarksOf is highWatermarks for any topic.
+func (e *env) highWatermarksOf(topic string) map[int32]int64 {
+	e.t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers))
 	if err != nil {
 		e.t.Fatal(err)
@@ -374,18 +380,18 @@ func (e *env) highWatermarks() map[int32]int64 {
 
 	meta := kmsg.NewPtrMetadataRequest()
 	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr("status")
+	mt.Topic = kmsg.StringPtr(topic)
 	meta.Topics = append(meta.Topics, mt)
 	mresp, err := meta.RequestWith(ctx, cl)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
-		e.t.Fatalf("metadata of topic status: %+v", mresp.Topics)
+		e.t.Fatalf("metadata of topic %s: %+v", topic, mresp.Topics)
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "status"
+	rt.Topic = topic
 	for _, p := range mresp.Topics[0].Partitions {
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
 		rp.Partition = p.Partition
@@ -401,7 +407,7 @@ func (e *env) highWatermarks() map[int32]int64 {
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				e.t.Fatalf("list offsets of partition %d: %v", p.Partition, err)
+				e.t.Fatalf("list offsets of %s/%d: %v", topic, p.Partition, err)
 			}
 			out[p.Partition] = p.Offset
 		}

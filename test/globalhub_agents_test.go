@@ -135,7 +135,7 @@ func TestGlobalHubAgentSharedTopicLive(t *testing.T) {
 	exp := run.wait(t, 3*time.Minute)
 	e.checkGHRun(exp)
 	e.waitVerified(exp, 3*time.Minute)
-	e.waitPositionsAtEnd(exp, time.Minute)
+	e.waitPositionsAtEnd(time.Minute)
 	b.stop(30 * time.Second)
 	e.noDeadLetters()
 }
