@@ -268,25 +268,16 @@ func (r *runState) remember(id string, limit int) {
 	r.recent = append(r.recent, hashID(id))
 }
 
-// seen reports whether an id was read before: the first event of a known
-// run (with that run), or one of the ids read last (a copy: stale, as its
-// original was read and is written or replaced).
-func (r *runState) seen(id string) (run uint64, start, ok bool) {
-	for _, s := range r.starts {
-		if s.id == id {
-			return s.run, true, true
-		}
-	}
+// seen reports whether an id was read before: the first event or a start
+// frame of a known run, or one of the ids read last.
+func (r *runState) seen(id string) bool {
 	h := hashID(id)
 	for _, s := range r.starts {
-		if slices.Contains(s.frames, h) {
-			return s.run, false, true
+		if s.id == id || slices.Contains(s.frames, h) {
+			return true
 		}
 	}
-	if slices.Contains(r.recent, h) || slices.Contains(r.restoredFrames, h) {
-		return 0, false, true
-	}
-	return 0, false, false
+	return slices.Contains(r.recent, h) || slices.Contains(r.restoredFrames, h)
 }
 
 // startID returns the id of the current run's first event, if known.
@@ -334,13 +325,11 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 		}
 	}
 	r.read, r.hasRead = o, true
-	if run, start, ok := r.seen(id); ok {
-		// A copy of an event read before. The first event of the current
-		// run keeps its version (equal or older than what was read since);
-		// any other copy is stale: its original is written or replaced.
-		if start && run == r.run {
-			return mapped{v: pack(run, a), dep: t.dependency(run, dep)}
-		}
+	if r.seen(id) {
+		// A copy of an event read before is stale, the first event of the
+		// current run's too: its original is written or replaced, and a
+		// frame read since may carry its version (a resync's frames share
+		// one), so taking the copy at that version would undo the frame.
 		return mapped{}
 	}
 	var frame uint64

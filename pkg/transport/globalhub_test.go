@@ -268,8 +268,8 @@ func (r ghRead) decode(t *testing.T, gh *transport.GlobalHub) *bundle.Bundle {
 // agent's clock may be behind the old one's. A run is newer than every run
 // read before it in its partition whatever ce_time says: an event older
 // than the newest one read, with an id never read, starts a run; the same
-// id read again is a copy (a producer retry, a late copy) and keeps the
-// version it had, so it can never take the database back.
+// id read again is a copy (a producer retry, a late copy) and stale, so it
+// can never take the database back.
 func TestGlobalHubRunsWithoutClocks(t *testing.T) {
 	gh := transport.NewGlobalHub()
 	t0 := ghTime
@@ -326,6 +326,42 @@ func TestGlobalHubRunsWithoutClocks(t *testing.T) {
 	info := bundle.TypeInfo{Name: "globalhub.managedcluster", Kind: bundle.Stream, TakesEqual: true}
 	if info.Stale(f2, f1) || !info.Stale(restart, f1) {
 		t.Fatal("a type taking equal versions must take an equal one and drop an older one")
+	}
+}
+
+// TestGlobalHubCopyOfRunStartFrame: a run's start-up resync is several
+// frames with one extversion, 0.0 (agent/pkg/status/emitters/
+// object_emitter.go: Resync sends every frame before it calls Next, and
+// NewVersion is 0.0), and the manager applies each (element_hybrid.go
+// takes generation ≥ processed). A late copy of the first frame read after
+// the later ones carries that same version; it must be stale, as every
+// other copy is, or the type, which takes equal versions, writes the first
+// frame's objects again over what the later frames and events said. Found
+// by the full-size global-hub bench (hub-0095: a local policy's
+// metadata.generation 5, want 6; hub-0795: a cluster's labels 126, want
+// 128): the copy of a run's first event kept its version.
+func TestGlobalHubCopyOfRunStartFrame(t *testing.T) {
+	for _, typ := range []string{"managedcluster", "policy.localspec"} {
+		t.Run(typ, func(t *testing.T) {
+			gh := transport.NewGlobalHub()
+			read := func(version, id string, offset int64) bundle.Version {
+				return ghRead{typ: typ, version: version, id: id, offset: offset, at: ghTime}.decode(t, gh).Version
+			}
+			read("3.7", "old-run", 1)
+			f1 := read("0.0", "frame-1", 2)
+			f2 := read("0.0", "frame-2", 3)
+			meta := read("0.0", "frame-meta", 4)
+			if f1 != f2 || f2 != meta {
+				t.Fatalf("the start frames map to %v, %v, %v; want one version", f1, f2, meta)
+			}
+			info := bundle.TypeInfo{Name: dbsyncers.GlobalHubTypePrefix + typ, Kind: bundle.Stream, TakesEqual: true}
+			if v := read("0.0", "frame-1", 5); !info.Stale(v, meta) {
+				t.Fatalf("a copy of the run's first frame, read after the others, maps to %v: taken after %v", v, meta)
+			}
+			if v := read("1.1", "next", 6); !v.Newer(meta) {
+				t.Fatalf("the run's next event maps to %v, not newer than its frames' %v", v, meta)
+			}
+		})
 	}
 }
 
