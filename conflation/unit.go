@@ -117,21 +117,22 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 		rel.add(b, tm.stale)
 		return false
 	}
+	if s.info.Rule == bundle.Exactly && s.info.Kind != bundle.Stream {
+		if d := &u.slots[s.dep]; d.hasSeen && b.Dependency.Compare(d.seen) < 0 {
+			// Its base was already replaced by a newer one, read first
+			// (another partition): it can never apply, as a pending one
+			// would be pruned when the base moved on. So with conflation
+			// off too.
+			rel.add(b, tm.stale)
+			return false
+		}
+	}
 	kind := s.info.Kind
 	if u.m.cfg.NoConflation && kind == bundle.Complete {
 		kind = bundle.Stream // every bundle queued and written, in order
 	}
 	switch kind {
 	case bundle.Complete:
-		if s.info.Rule == bundle.Exactly {
-			if d := &u.slots[s.dep]; d.hasSeen && b.Dependency.Compare(d.seen) < 0 {
-				// Its base was already replaced by a newer one, read
-				// first (another partition): it can never apply, as a
-				// pending one would be pruned when the base moved on.
-				rel.add(b, tm.stale)
-				return false
-			}
-		}
 		for _, old := range s.pending {
 			if s.info.HoldsReplaced {
 				b.Supersede(old)
@@ -141,14 +142,6 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 		s.pending = append(s.pending[:0], b)
 		s.waitingSince = now
 	case bundle.Delta:
-		if s.info.Rule == bundle.Exactly {
-			d := &u.slots[s.dep]
-			if d.hasSeen && b.Dependency.Compare(d.seen) < 0 {
-				// Its base was already replaced by a newer one.
-				rel.add(b, tm.stale)
-				return false
-			}
-		}
 		if base, ok := s.base(); ok && base != b.Dependency {
 			if b.Dependency.Compare(base) < 0 {
 				rel.add(b, tm.stale)
@@ -241,14 +234,22 @@ func (u *Unit) pruneDependentsLocked(dep int, rel *releaser) {
 		if s.dep != dep || s.info.Rule != bundle.Exactly || len(s.pending) == 0 {
 			continue
 		}
-		base, _ := s.base()
-		if d.hasSeen && base.Compare(d.seen) < 0 {
-			for _, b := range s.pending {
-				rel.add(b, u.m.metrics.types[i].stale)
-			}
-			clear(s.pending)
-			s.pending = s.pending[:0]
+		if !d.hasSeen {
+			continue
 		}
+		// Only those on an older base: with conflation off, complete
+		// bundles queue as a stream, and one read before its base (on a
+		// shared topic) may already name the base that just came.
+		kept := s.pending[:0]
+		for _, b := range s.pending {
+			if b.Dependency.Compare(d.seen) < 0 {
+				rel.add(b, u.m.metrics.types[i].stale)
+			} else {
+				kept = append(kept, b)
+			}
+		}
+		clear(s.pending[len(kept):])
+		s.pending = kept
 	}
 }
 
