@@ -1,7 +1,11 @@
 package dispatcher
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -19,6 +23,15 @@ type verdict struct {
 	// failure, but counted apart (stb_dispatcher_schema_errors_total, with
 	// an alert) because retrying does not cure it; an operator must.
 	schema bool
+	// unclassified marks an error the dispatcher knows nothing of (not a
+	// database error, not a timeout or a lost connection): a pgx encode
+	// error, a plan's bug. Retried like a transient one, but only
+	// Config.MaxUnclassifiedAttempts times, then dead-lettered
+	// permanent_error; and a batch failing so is split, as it may be one
+	// job's fault.
+	unclassified bool
+	// class names the failure in the aggregated retry log line.
+	class string
 }
 
 // bySQLState maps SQLSTATE classes (the first two characters) to what a
@@ -46,24 +59,48 @@ var bySQLState = map[string]verdict{
 // classify decides what a failed write means. Errors that carry a
 // dead-letter reason (deadletter.Reasoned, such as a handler's
 // dbsyncers.PermanentError) are permanent with that reason; database
-// errors go by their SQLSTATE class (bySQLState); everything else (lost
-// or refused connections, timeouts, errors pgconn says are safe to retry,
-// unknown errors) is transient.
+// errors go by their SQLSTATE class (bySQLState, the classes not listed
+// transient); timeouts, cancellations, lost or refused connections and
+// what pgconn says is safe to retry are transient; anything else is
+// unclassified: transient for a bounded number of attempts.
 func classify(err error) verdict {
 	if err == nil {
 		return verdict{outcome: conflation.Applied}
 	}
 	var reasoned deadletter.Reasoned
 	if errors.As(err, &reasoned) {
-		return verdict{outcome: conflation.Permanent, reason: reasoned.DeadLetterReason()}
+		return verdict{outcome: conflation.Permanent, reason: reasoned.DeadLetterReason(), class: string(reasoned.DeadLetterReason())}
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && len(pgErr.Code) >= 2 {
-		if v, ok := bySQLState[pgErr.Code[:2]]; ok {
-			return v
+	if errors.As(err, &pgErr) {
+		class := "sqlstate " + pgErr.Code
+		if len(pgErr.Code) >= 2 {
+			if v, ok := bySQLState[pgErr.Code[:2]]; ok {
+				v.class = class
+				return v
+			}
 		}
+		return verdict{outcome: conflation.Transient, class: class}
 	}
-	return verdict{outcome: conflation.Transient}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+		return verdict{outcome: conflation.Transient, class: "timeout"}
+	case errors.Is(err, context.Canceled):
+		return verdict{outcome: conflation.Transient, class: "cancelled"}
+	case connectionLost(err) || pgconn.SafeToRetry(err):
+		return verdict{outcome: conflation.Transient, class: "connection"}
+	}
+	return verdict{outcome: conflation.Transient, unclassified: true, class: "unclassified"}
+}
+
+// connectionLost reports whether err says the connection to the database
+// failed: could not be made, was refused, reset or closed mid-way.
+func connectionLost(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	var errno syscall.Errno
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.As(err, &errno) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
 // Classify returns the outcome of a failed write: Applied for nil,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,6 +50,11 @@ func TestClassify(t *testing.T) {
 		{"undefined column", pg("42703"), conflation.Transient, "", true},
 		{"insufficient privilege", pg("42501"), conflation.Transient, "", true},
 		{"reasoned error of another package", reasoned("stale_base"), conflation.Permanent, "stale_base", false},
+		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, conflation.Transient, "", false},
+		{"connection reset", fmt.Errorf("write: %w", syscall.ECONNRESET), conflation.Transient, "", false},
+		{"closed", fmt.Errorf("read: %w", net.ErrClosed), conflation.Transient, "", false},
+		{"cancelled", context.Canceled, conflation.Transient, "", false},
+		{"unknown SQLSTATE class", pg("XX000"), conflation.Transient, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,5 +70,26 @@ func TestClassify(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An error the dispatcher knows nothing of (pgx's encode errors are plain
+// errors; a plan's bug) is transient but unclassified: retried
+// MaxUnclassifiedAttempts times, then dead-lettered, where it used to be
+// retried for ever with the partition's offset pinned behind it.
+func TestClassifyUnclassified(t *testing.T) {
+	for _, err := range []error{
+		errors.New("failed to encode args[1]: unable to encode 1.5 into binary format for int8"),
+		fmt.Errorf("plan: %w", errors.New("a bug")),
+	} {
+		v := classify(err)
+		if v.outcome != conflation.Transient || !v.unclassified {
+			t.Errorf("%v: outcome %v, unclassified %v; want transient, unclassified", err, v.outcome, v.unclassified)
+		}
+	}
+	for _, err := range []error{context.DeadlineExceeded, io.EOF, fmt.Errorf("x: %w", &pgconn.PgError{Code: "40001"})} {
+		if classify(err).unclassified {
+			t.Errorf("%v is classified, not unclassified", err)
+		}
 	}
 }

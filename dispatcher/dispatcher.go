@@ -60,6 +60,16 @@ type Config struct {
 	// one transaction instead of one each. It adds at most BatchWait to a
 	// bundle's freshness; under load, ready units fill batches at once.
 	BatchWait time.Duration
+	// MaxUnclassifiedAttempts is how many times a job whose write fails
+	// with an error the dispatcher cannot classify (not a database error,
+	// a timeout or a lost connection: an encode error, a bug) is tried
+	// before it is dead-lettered permanent_error. Known transient failures
+	// are retried for ever: a database problem must never lose a bundle.
+	MaxUnclassifiedAttempts int
+	// RetryLogInterval is how often the transient failures of the
+	// interval are logged, as one line with counts by type and class;
+	// the first failure after a quiet interval is logged at once.
+	RetryLogInterval time.Duration
 }
 
 // Batching defaults: a commit (a WAL flush) costs about as much as a small
@@ -77,6 +87,14 @@ const DefaultJobTimeout = 60 * time.Second
 // DefaultWakeInterval is how often due retries and expired waits are checked.
 const DefaultWakeInterval = time.Second
 
+// DefaultMaxUnclassifiedAttempts tries an unclassified failure for about
+// a minute with the default backoff (100 ms doubling to 30 s).
+const DefaultMaxUnclassifiedAttempts = 10
+
+// DefaultRetryLogInterval is how often retried failures are summed up in
+// the log.
+const DefaultRetryLogInterval = 10 * time.Second
+
 // DefaultConfig returns the defaults with workers workers.
 func DefaultConfig(workers int) Config {
 	return Config{
@@ -86,6 +104,9 @@ func DefaultConfig(workers int) Config {
 		BatchJobs:    DefaultBatchJobs,
 		BatchBytes:   DefaultBatchBytes,
 		BatchWait:    DefaultBatchWait,
+
+		MaxUnclassifiedAttempts: DefaultMaxUnclassifiedAttempts,
+		RetryLogInterval:        DefaultRetryLogInterval,
 	}
 }
 
@@ -97,6 +118,9 @@ func (c Config) Validate() error {
 	}
 	if c.JobTimeout <= 0 || c.WakeInterval <= 0 {
 		errs = append(errs, fmt.Errorf("dispatcher: job timeout and wake interval must be positive, got %v and %v", c.JobTimeout, c.WakeInterval))
+	}
+	if c.MaxUnclassifiedAttempts < 1 || c.RetryLogInterval <= 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: max unclassified attempts must be at least 1 and the retry log interval positive, got %d and %v", c.MaxUnclassifiedAttempts, c.RetryLogInterval))
 	}
 	if c.BatchJobs < 1 || c.BatchBytes < 0 || c.BatchWait < 0 {
 		errs = append(errs, fmt.Errorf("dispatcher: batch jobs must be at least 1, batch bytes and wait not negative, got %d, %d and %v", c.BatchJobs, c.BatchBytes, c.BatchWait))
@@ -137,6 +161,7 @@ type Dispatcher struct {
 
 	busy    atomic.Int64
 	lastErr atomic.Pointer[failure]
+	retries *retryLog
 
 	timersMu sync.Mutex
 	timers   map[*time.Timer]struct{}
@@ -163,9 +188,13 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 		logger = zap.NewNop()
 	}
 	d := &Dispatcher{cfg: cfg, pool: deps.Pool, mgr: deps.Manager, applier: deps.Applier, dead: deps.DeadLetters,
-		logger: logger, timers: map[*time.Timer]struct{}{}}
+		logger: logger, timers: map[*time.Timer]struct{}{}, retries: newRetryLog(cfg.RetryLogInterval)}
+	metrics, err := newMetrics(deps.Registerer, d)
+	if err != nil {
+		return nil, err
+	}
+	d.metrics = metrics
 	d.jobCtx, d.abort = context.WithCancel(context.Background())
-	d.metrics = newMetrics(deps.Registerer, d)
 	return d, nil
 }
 
@@ -189,8 +218,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case now := <-t.C:
 				d.mgr.WakeAll()
+				d.retries.flush(now, d.logger)
 			}
 		}
 	}()
@@ -203,6 +233,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	d.stopTimers()
+	d.retries.flush(time.Now().Add(d.cfg.RetryLogInterval), d.logger)
 	return nil
 }
 
@@ -276,8 +307,13 @@ func small(j *conflation.Job, limit int) bool {
 }
 
 // processBatch writes jobs of different units in one transaction. If that
-// fails for any reason, each job is written again on its own, so that one
-// bad bundle or one transient error decides only its own job's outcome.
+// fails transiently (a timeout, a lost connection, a transient SQLSTATE),
+// every job goes back to its unit's backoff at once: writing each again
+// alone would only wait the same timeout once per job against a database
+// that does not answer. If it fails in a way that may be one job's fault
+// (a permanent or unclassified error, a stale fence), each job is written
+// again on its own, so that one bad bundle decides only its own job's
+// outcome.
 func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) []conflation.Outcome {
 	outs := make([]conflation.Outcome, len(jobs))
 	if len(jobs) == 1 {
@@ -293,6 +329,13 @@ func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) [
 	applied, err := d.write(bctx, groups)
 	cancel()
 	if err != nil {
+		if v := classify(err); v.outcome == conflation.Transient && !v.unclassified && !errors.Is(err, dbsyncers.ErrStale) {
+			took := time.Since(start)
+			for i, j := range jobs {
+				outs[i] = d.retry(j, v, err, took)
+			}
+			return outs
+		}
 		d.metrics.batchSplits.Inc()
 		for i, j := range jobs {
 			outs[i] = d.process(ctx, j)
@@ -309,9 +352,10 @@ func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) [
 	return outs
 }
 
-// process writes a job and returns its outcome. Permanent failures are
-// dead-lettered here; if even that fails, the job counts as transient so
-// nothing is lost.
+// process writes a job and returns its outcome. Permanent failures, and
+// unclassified ones tried MaxUnclassifiedAttempts times, are dead-lettered
+// here; if even that fails, the job counts as transient so nothing is
+// lost.
 func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflation.Outcome {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.JobTimeout)
 	defer cancel()
@@ -330,24 +374,38 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 		err = nil
 	}
 	v := classify(err)
-	out := v.outcome
-	d.metrics.observe(job, out, applied, time.Since(start))
+	switch v.outcome {
+	case conflation.Applied:
+		d.metrics.observe(job, v.outcome, applied, time.Since(start))
+		d.lastErr.Store(nil)
+		return v.outcome
+	case conflation.Transient:
+		if v.unclassified && job.Attempt+1 >= d.cfg.MaxUnclassifiedAttempts {
+			d.metrics.unclassified.WithLabelValues(job.Type).Inc()
+			d.metrics.observe(job, conflation.Permanent, false, time.Since(start))
+			return d.deadLetter(ctx, job, deadletter.PermanentError,
+				fmt.Errorf("failed %d times with an unclassified error: %w", job.Attempt+1, err))
+		}
+		return d.retry(job, v, err, time.Since(start))
+	}
+	d.metrics.observe(job, v.outcome, applied, time.Since(start))
+	return d.deadLetter(ctx, job, v.reason, err)
+}
+
+// retry records a job's transient failure: counted, remembered for
+// readiness, and summed up in the retry log.
+func (d *Dispatcher) retry(job *conflation.Job, v verdict, err error, took time.Duration) conflation.Outcome {
+	d.metrics.observe(job, conflation.Transient, false, took)
 	if v.schema {
 		d.metrics.schemaErrors.Inc()
 	}
-	switch out {
-	case conflation.Applied:
-		d.lastErr.Store(nil)
-		return out
-	case conflation.Transient:
-		job.Err = err
-		d.lastErr.Store(&failure{err: err, at: time.Now()})
-		d.logger.Warn("write failed, will retry",
-			zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
-			zap.Stringer("version", job.Last().Version), zap.Int("attempt", job.Attempt+1), zap.Error(err))
-		return out
+	if v.unclassified {
+		d.metrics.unclassified.WithLabelValues(job.Type).Inc()
 	}
-	return d.deadLetter(ctx, job, v.reason, err)
+	job.Err = err
+	d.lastErr.Store(&failure{err: err, at: time.Now()})
+	d.retries.add(time.Now(), job, v.class, err, d.logger)
+	return conflation.Transient
 }
 
 // write is the applier's Write, with a panic (a bug of the bridge's in a

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,9 +21,13 @@ type metrics struct {
 	// (SQLSTATE class 42): kept and retried, but only an operator can cure
 	// them.
 	schemaErrors prometheus.Counter
+	// unclassified counts writes that failed with an error the dispatcher
+	// could not classify, by type: retried a bounded number of times, then
+	// dead-lettered permanent_error.
+	unclassified *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
+func newMetrics(reg prometheus.Registerer, d *Dispatcher) (*metrics, error) {
 	m := &metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "job_duration_seconds",
@@ -56,6 +61,10 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
 			Namespace: "stb", Subsystem: "dispatcher", Name: "schema_errors_total",
 			Help: "Writes that failed with a schema or SQL error (SQLSTATE class 42: undefined table or column, missing privilege). The bundle is kept and retried; an operator must fix the database.",
 		}),
+		unclassified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "stb", Subsystem: "dispatcher", Name: "unclassified_errors_total",
+			Help: "Writes that failed with an error that is neither a database error, a timeout nor a lost connection (an encode error, a bug), by type. Retried --max-unclassified-attempts times, then dead-lettered permanent_error.",
+		}, []string{"type"}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",
 			Help: "Bundles dead-lettered after a permanent write failure, by type and reason.",
@@ -70,9 +79,13 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) *metrics {
 		Help: "Workers in the pool (equal to the database pool size).",
 	}, func() float64 { return float64(d.cfg.Workers) })
 	if reg != nil {
-		reg.MustRegister(m.duration, m.jobs, m.freshness, m.heldFor, m.dead, m.batches, m.batchSplits, m.schemaErrors, busy, workers)
+		for _, c := range []prometheus.Collector{m.duration, m.jobs, m.freshness, m.heldFor, m.dead, m.batches, m.batchSplits, m.schemaErrors, m.unclassified, busy, workers} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("dispatcher metrics: %w", err)
+			}
+		}
 	}
-	return m
+	return m, nil
 }
 
 func (m *metrics) observe(job *conflation.Job, out conflation.Outcome, applied bool, took time.Duration) {
