@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/bridge"
 )
 
 // logFlags are the logging flags every long-running command takes.

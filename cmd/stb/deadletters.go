@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/cmd/stb/internal/humanize"
-	"github.com/stbridge/stb/cmd/stb/internal/replay"
+	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/bridge"
 )
 
 func TestFlagsFromEnvironment(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/verify"

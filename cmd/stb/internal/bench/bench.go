@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/sim"
 	"go.uber.org/zap"
 )
