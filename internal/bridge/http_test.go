@@ -1,31 +1,13 @@
 package bridge
 
 import (
-	"bytes"
-	"html/template"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/pkg/deadletter"
 )
-
-func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, path, nil)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	body, _ := io.ReadAll(rec.Result().Body)
-	return rec.Code, string(body)
-}
 
 // The public listener (--http-addr, all interfaces in a pod) serves
 // metrics and probes and nothing else: /debug/pprof/cmdline there
@@ -34,80 +16,20 @@ func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
 func TestPublicListenerServesOnlyMetricsAndProbes(t *testing.T) {
 	b := &Bridge{registry: prometheus.NewRegistry()}
 	h := b.publicRoutes()
-	if code, _ := get(t, h, "/metrics", ""); code != http.StatusOK {
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get("/metrics"); code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
 	}
-	if code, body := get(t, h, "/healthz", ""); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+	if code, body := get("/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
 	for _, path := range []string{"/", "/debug/units", "/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
-		if code, _ := get(t, h, path, ""); code != http.StatusNotFound {
+		if code, _ := get(path); code != http.StatusNotFound {
 			t.Errorf("public %s: %d, want 404", path, code)
-		}
-	}
-}
-
-// The admin listener serves pprof, but never the command line.
-func TestAdminListenerHasNoCommandLine(t *testing.T) {
-	b := &Bridge{registry: prometheus.NewRegistry()}
-	h := b.adminRoutes()
-	if code, _ := get(t, h, "/debug/pprof/cmdline", ""); code != http.StatusNotFound {
-		t.Fatalf("/debug/pprof/cmdline: %d, want 404", code)
-	}
-	if code, _ := get(t, h, "/debug/pprof/", ""); code != http.StatusOK {
-		t.Fatalf("/debug/pprof/: %d", code)
-	}
-}
-
-// With --admin-token-file every admin request needs the bearer token;
-// without one, none does (the listener is loopback by default).
-func TestAdminToken(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "console") })
-	h := requireToken("s3cret", ok)
-	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret ", "bearer s3cret", "Basic czNjcmV0", "s3cret"} {
-		if code, body := get(t, h, "/", auth); code != http.StatusUnauthorized || strings.Contains(body, "console") {
-			t.Errorf("Authorization %q: %d %q, want 401", auth, code, body)
-		}
-	}
-	if code, body := get(t, h, "/", "Bearer s3cret"); code != http.StatusOK || body != "console" {
-		t.Fatalf("right token: %d %q", code, body)
-	}
-	if code, _ := get(t, requireToken("", ok), "/", ""); code != http.StatusOK {
-		t.Fatalf("no token configured: %d", code)
-	}
-}
-
-// Hub, type, version, error and data texts come from the network: a hub
-// named <script> must render as text on every console page.
-func TestConsoleEscapesNames(t *testing.T) {
-	hostile := `<script>alert("hub")</script>`
-	img := `<img src=x onerror=alert(1)>`
-	letter := deadletter.Row{ID: 1, Hub: hostile, Type: img, Version: hostile, Reason: deadletter.Reason(hostile),
-		Error: img, Headers: map[string]string{"ce_source": hostile}, Data: []byte(img)}
-	pages := map[string]struct {
-		t    *template.Template
-		data any
-	}{
-		"overview": {overviewTmpl, map[string]any{"Q": hostile, "Found": []string{hostile},
-			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile}}, Partitions: []PartitionStats{{Topic: img}}}}},
-		"hub": {hubTmpl, map[string]any{"Q": "", "Hub": hostile, "Letters": []deadletter.Row{letter},
-			"Unit": conflation.UnitState{Hub: hostile, Types: []conflation.TypeState{{Type: img, Waiting: hostile, LastError: img}}}}},
-		"dead letters": {deadLettersTmpl, map[string]any{"Q": "", "Reason": hostile, "Letters": []deadletter.Row{letter},
-			"Groups": []deadletter.ReasonCount{{Reason: deadletter.Reason(hostile), Count: 1}}}},
-	}
-	for name, p := range pages {
-		var buf bytes.Buffer
-		if err := p.t.Execute(&buf, p.data); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		page := buf.String()
-		for _, raw := range []string{hostile, img, "<img"} {
-			if strings.Contains(page, raw) {
-				t.Errorf("%s page holds %q unescaped", name, raw)
-			}
-		}
-		if !strings.Contains(page, "&lt;script&gt;alert") {
-			t.Errorf("%s page does not show the hub's name as text", name)
 		}
 	}
 }
