@@ -268,18 +268,7 @@ func (u *Unit) depSatisfiedLocked(i int) bool {
 		return true
 	}
 	d := &u.slots[s.dep]
-	if !d.hasProcessed {
-		return false
-	}
-	switch s.info.Rule {
-	case bundle.AfterProcessed:
-		return true
-	case bundle.AtLeast:
-		return d.processed.Compare(s.pending[0].Dependency) >= 0
-	case bundle.Exactly:
-		return d.processed == s.pending[0].Dependency
-	}
-	return false
+	return CheckDependency(s.info.Rule, d.processed, d.hasProcessed, s.pending[0].Dependency) == DependencyMet
 }
 
 // expiredLocked reports whether slot i's pending work has waited for its

@@ -6,16 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/zap"
-
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/cmd/stb/internal/humanize"
-	"github.com/stbridge/stb/cmd/stb/internal/replay"
+	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
@@ -50,7 +45,7 @@ type letterFilter struct {
 }
 
 func (l *letterFilter) bind(fs *flag.FlagSet) {
-	fs.StringVar(&l.url, "database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
+	fs.StringVar(&l.url, "database-url", db.DefaultURL, "PostgreSQL URL")
 	fs.StringVar(&l.reason, "reason", "", "only letters of this reason (too_large, bad_payload, …)")
 	fs.StringVar(&l.hub, "hub", "", "only letters of this hub")
 	fs.StringVar(&l.since, "since", "", "only letters stored since: a duration ago (24h) or a time (2026-11-24T10:00:00Z)")
@@ -120,8 +115,8 @@ func deadLettersList(ctx context.Context, args []string) error {
 			replayed = r.ReplayOutcome + " " + r.ReplayedAt.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s/%d@%d\t%s\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Reason,
-			quoted(r.Hub), quoted(r.Type), quoted(r.Version), r.Origin.Topic, r.Origin.Partition, r.Origin.Offset,
-			humanize.Bytes(int64(len(r.Data))), replayed, firstLine(r.Error, 100))
+			deadletter.Quote(r.Hub), deadletter.Quote(r.Type), deadletter.Quote(r.Version), r.Origin.Topic, r.Origin.Partition, r.Origin.Offset,
+			humanize.Bytes(int64(len(r.Data))), replayed, deadletter.FirstLine(r.Error, 100))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -130,29 +125,6 @@ func deadLettersList(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "stb deadletters list: the first %d shown; --limit 0 shows all\n", f.Limit)
 	}
 	return nil
-}
-
-// quoted shows a name from the network so that control characters and
-// blanks cannot pass for the table's layout.
-func quoted(s string) string {
-	if s == "" {
-		return "-"
-	}
-	q := fmt.Sprintf("%q", s)
-	if q[1:len(q)-1] == s && !strings.ContainsAny(s, " \t") {
-		return s
-	}
-	return q
-}
-
-func firstLine(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return quoted(s)
 }
 
 func letterJSON(r deadletter.Row) map[string]any {
@@ -182,12 +154,11 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 		"applies is marked applied; one the database already holds as new is marked stale (nothing written); one that\n"+
 		"fails again keeps its row with the new reason. Letters already applied or stale are not replayed again.")
 	l.bind(fs)
-	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", "", "Kafka bootstrap servers to fetch the events from; empty uses the stored copies only")
-	fs.Var(propertyFlag(cfg.KafkaProperties), "kafka-property", "extra librdkafka property key=value (repeatable), e.g. security.protocol=SASL_SSL")
-	maxBundle := byteSize(cfg.MaxBundleBytes)
-	fs.Var(&maxBundle, "max-bundle-bytes", "largest event data accepted (raise it to replay too_large letters)")
-	fs.StringVar(&cfg.TypePrefix, "type-prefix", cfg.TypePrefix, "CloudEvents type prefix, as the bridge's")
-	fs.BoolVar(&cfg.VerifySource, "verify-source", cfg.VerifySource, "reject events whose source is not the Kafka message key, as the bridge does")
+	fs.StringVar(&cfg.Reader.Brokers, "kafka-brokers", "", "Kafka bootstrap servers to fetch the events from; empty uses the stored copies only")
+	fs.Var(propertyFlag(cfg.Reader.Properties), "kafka-property", "extra librdkafka property key=value (repeatable), e.g. security.protocol=SASL_SSL")
+	fs.Var((*intByteSize)(&cfg.Reader.MaxBundleBytes), "max-bundle-bytes", "largest event data accepted (raise it to replay too_large letters)")
+	fs.StringVar(&cfg.Reader.TypePrefix, "type-prefix", cfg.Reader.TypePrefix, "CloudEvents type prefix, as the bridge's")
+	fs.BoolVar(&cfg.Reader.VerifySource, "verify-source", cfg.Reader.VerifySource, "reject events whose source is not the Kafka message key, as the bridge does")
 	fs.Var(newListValue(&cfg.Profiles, cfg.Profiles), "profiles", "wire formats read: stb, globalhub")
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "show what each replay would do; write and mark nothing")
 	if err := parseFlags(fs, args); err != nil {
@@ -197,7 +168,7 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.Filter, cfg.MaxBundleBytes = f, int(maxBundle)
+	cfg.Filter = f
 	logger, err := newLogger("warn", "console")
 	if err != nil {
 		return err
@@ -214,62 +185,11 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	}
 	err = replay.Run(ctx, pool, cfg, logger, func(r replay.Result) {
 		counts[r.Outcome]++
-		fmt.Println(replayLine(verb, r))
+		fmt.Println(r.Line(verb))
 	})
 	fmt.Printf("%s: %d applied, %d stale (nothing written), %d failed again, %d skipped (event gone)\n", verb,
 		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[replay.Skipped])
 	return err
-}
-
-// replayLine says what became of one letter.
-func replayLine(verb string, r replay.Result) string {
-	line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome, quoted(r.Row.Hub), quoted(r.Row.Type), quoted(r.Row.Version), orDash(r.From))
-	if r.Err != nil {
-		line += fmt.Sprintf(": %s: %s", r.Reason, firstLine(r.Err.Error(), 200))
-	}
-	return line
-}
-
-// consoleReplayer backs the console's replay buttons: the replay of
-// `stb deadletters replay`, with the running bridge's decoding rules and
-// Kafka connection.
-type consoleReplayer struct {
-	cfg    replay.Config
-	logger *zap.Logger
-}
-
-// maxConsoleLines caps the lines a replay shows on the console.
-const maxConsoleLines = 200
-
-func newConsoleReplayer(b bridge.Config, logger *zap.Logger) consoleReplayer {
-	cfg := replay.DefaultConfig()
-	cfg.KafkaBrokers, cfg.KafkaProperties = b.KafkaBrokers, b.KafkaProperties
-	cfg.TypePrefix, cfg.VerifySource, cfg.MaxBundleBytes, cfg.Profiles = b.TypePrefix, b.VerifySource, int(b.MaxBundleBytes), b.Profiles
-	return consoleReplayer{cfg: cfg, logger: logger}
-}
-
-func (c consoleReplayer) Replay(ctx context.Context, pool *pgxpool.Pool, f deadletter.Filter, dryRun bool) (bridge.ReplaySummary, error) {
-	cfg := c.cfg
-	cfg.Filter, cfg.DryRun = f, dryRun
-	verb := "replay"
-	if dryRun {
-		verb = "dry run"
-	}
-	sum := bridge.ReplaySummary{Counts: map[string]int{}}
-	err := replay.Run(ctx, pool, cfg, c.logger, func(r replay.Result) {
-		sum.Counts[r.Outcome]++
-		if len(sum.Lines) < maxConsoleLines {
-			sum.Lines = append(sum.Lines, replayLine(verb, r))
-		}
-	})
-	return sum, err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func deadLettersPurge(ctx context.Context, args []string) error {

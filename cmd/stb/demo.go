@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/cmd/stb/internal/humanize"
 	"github.com/stbridge/stb/cmd/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
@@ -28,7 +28,7 @@ func demoCmd(ctx context.Context, args []string) error {
 	s.bind(fs)
 	duration := fs.Duration("duration", 20*time.Second, "how long the hubs publish (with --rate; sets the number of rounds when --generations is 0)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for the database to match after publishing")
-	baseURL := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL server; the demo creates (and replaces) the database stb_demo on it")
+	baseURL := fs.String("database-url", db.DefaultURL, "PostgreSQL server; the demo creates (and replaces) the database stb_demo on it")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the bridge's /metrics, /healthz and /readyz during the demo; empty disables")
 	adminAddr := fs.String("admin-addr", bridge.DefaultAdminAddr, "address of the bridge's console (status page, /debug/units) during the demo; empty disables")
 	partitions := fs.Int("partitions", 8, "partitions of the demo topic")
@@ -100,8 +100,8 @@ func demoCmd(ctx context.Context, args []string) error {
 
 	// 3. The bridge.
 	cfg := bridge.DefaultConfig()
-	cfg.KafkaBrokers, cfg.KafkaTopics, cfg.DatabaseURL = brk.Addr(), topics, demoURL
-	cfg.HTTPAddr, cfg.AdminAddr, cfg.CommitInterval, cfg.KafkaGroupID = *httpAddr, *adminAddr, time.Second, "stb-demo"
+	cfg.Reader.Brokers, cfg.Reader.Topics, cfg.DatabaseURL = brk.Addr(), topics, demoURL
+	cfg.HTTPAddr, cfg.AdminAddr, cfg.Committer.Interval, cfg.Reader.GroupID = *httpAddr, *adminAddr, time.Second, "stb-demo"
 	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -148,6 +149,51 @@ func (p propertyFlag) SetEnv(s string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// negatedBool binds a boolean flag to the negation of a field: the
+// component's option says what is off (conflation.Config.NoConflation),
+// the flag what is on (--conflation).
+type negatedBool struct{ off *bool }
+
+func (n negatedBool) String() string {
+	if n.off == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*n.off)
+}
+
+func (n negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*n.off = !v
+	return nil
+}
+
+// IsBoolFlag lets --conflation stand alone, as a bool flag does.
+func (negatedBool) IsBoolFlag() bool { return true }
+
+// intByteSize is byteSize for an int option (transport.Config.MaxBundleBytes,
+// conflation.Config.MaxDeltaBytes).
+type intByteSize int
+
+func (b *intByteSize) String() string {
+	v := byteSize(*b)
+	return v.String()
+}
+
+func (b *intByteSize) Set(s string) error {
+	var v byteSize
+	if err := v.Set(s); err != nil {
+		return err
+	}
+	if int64(int(v)) != int64(v) {
+		return fmt.Errorf("want a size like 4MiB, got %q", s)
+	}
+	*b = intByteSize(v)
 	return nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/bridge"
 )
 
 func TestFlagsFromEnvironment(t *testing.T) {
@@ -20,16 +20,16 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	if err := parseFlags(fs, []string{"--kafka-brokers", "from-flag:9092"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.KafkaBrokers != "from-flag:9092" {
-		t.Errorf("brokers %q: the command line must win over the environment", cfg.KafkaBrokers)
+	if cfg.Reader.Brokers != "from-flag:9092" {
+		t.Errorf("brokers %q: the command line must win over the environment", cfg.Reader.Brokers)
 	}
-	if cfg.DBPoolSize != 7 || cfg.CommitInterval != 2*time.Second || cfg.MaxBundleBytes != 8<<20 {
-		t.Errorf("from environment: pool %d, interval %v, max bundle %d", cfg.DBPoolSize, cfg.CommitInterval, cfg.MaxBundleBytes)
+	if cfg.Dispatcher.Workers != 7 || cfg.Committer.Interval != 2*time.Second || cfg.Reader.MaxBundleBytes != 8<<20 {
+		t.Errorf("from environment: pool %d, interval %v, max bundle %d", cfg.Dispatcher.Workers, cfg.Committer.Interval, cfg.Reader.MaxBundleBytes)
 	}
-	if cfg.KafkaProperties["sasl.password"] != "hunter2" || cfg.KafkaProperties["security.protocol"] != "SASL_SSL" {
-		t.Errorf("properties %v", cfg.KafkaProperties)
+	if cfg.Reader.Properties["sasl.password"] != "hunter2" || cfg.Reader.Properties["security.protocol"] != "SASL_SSL" {
+		t.Errorf("properties %v", cfg.Reader.Properties)
 	}
-	if s := propertyFlag(cfg.KafkaProperties).String(); strings.Contains(s, "hunter2") {
+	if s := propertyFlag(cfg.Reader.Properties).String(); strings.Contains(s, "hunter2") {
 		t.Errorf("a secret property is printed: %s", s)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -92,7 +92,7 @@ func TestListFlagReplacesDefault(t *testing.T) {
 		if err := parseFlags(fs, tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(cfg.KafkaTopics, ","); got != tc.want {
+		if got := strings.Join(cfg.Reader.Topics, ","); got != tc.want {
 			t.Errorf("args %v env %q: topics %q, want %q", tc.args, tc.env, got, tc.want)
 		}
 	}
@@ -115,7 +115,7 @@ func TestKafkaPropertyTakenWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := cfg.KafkaProperties
+	p := cfg.Reader.Properties
 	if p["sasl.password"] != "A,x=B" || p["debug"] != "broker,topic" || len(p) != 3 {
 		t.Errorf("properties %v", p)
 	}
@@ -133,7 +133,7 @@ func TestKafkaPropertyTakenWhole(t *testing.T) {
 	if err := parseFlags(fs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.KafkaProperties; p["debug"] != "broker,topic" || p["sasl.username"] != "stb" || len(p) != 2 {
+	if p := cfg.Reader.Properties; p["debug"] != "broker,topic" || p["sasl.username"] != "stb" || len(p) != 2 {
 		t.Errorf("from newline-separated environment: %v", p)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/db"
 )
@@ -28,7 +27,7 @@ func hubCmd(ctx context.Context, args []string) error {
 	}
 	action := db.HubAction(args[0])
 	fs := newFlagSet("hub "+args[0]+" NAME", "Delete or reset a hub while the bridges run.\n\n"+hubUsage)
-	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
+	url := fs.String("database-url", db.DefaultURL, "PostgreSQL URL")
 	// Flags may come before NAME and after it; --help anywhere prints the
 	// usage and touches nothing (it used to delete a hub named "--help").
 	if err := fs.Parse(args[1:]); err != nil {

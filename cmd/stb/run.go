@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -23,10 +23,10 @@ func runCmd(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = logger.Sync() }()
 	logger.Info("starting",
-		zap.String("kafka_brokers", cfg.KafkaBrokers), zap.Strings("topics", cfg.KafkaTopics),
-		zap.String("group", cfg.KafkaGroupID), zap.Stringer("kafka_properties", propertyFlag(cfg.KafkaProperties)),
-		zap.String("database", db.RedactURL(cfg.DatabaseURL)), zap.Int("db_pool_size", cfg.DBPoolSize))
-	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger, Replayer: newConsoleReplayer(cfg, logger.Named("replay"))})
+		zap.String("kafka_brokers", cfg.Reader.Brokers), zap.Strings("topics", cfg.Reader.Topics),
+		zap.String("group", cfg.Reader.GroupID), zap.Stringer("kafka_properties", propertyFlag(cfg.Reader.Properties)),
+		zap.String("database", db.RedactURL(cfg.DatabaseURL)), zap.Int("db_pool_size", cfg.Dispatcher.Workers))
+	b, err := bridge.New(ctx, cfg, bridge.Deps{Logger: logger})
 	if err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM while starting (a rollout that replaced the pod at
@@ -43,7 +43,7 @@ func runCmd(ctx context.Context, args []string) error {
 
 func migrateCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("migrate", "Apply the database migrations in sql/ and exit.")
-	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
+	url := fs.String("database-url", db.DefaultURL, "PostgreSQL URL")
 	level := fs.String("log-level", "info", "log level")
 	if err := parseFlags(fs, args); err != nil {
 		return err

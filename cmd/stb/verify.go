@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/verify"
@@ -12,7 +11,7 @@ import (
 
 func verifyCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("verify", "Compare the database with the expected state written by simulate.\nExit status 0 only when they match; otherwise a summary of what differs.")
-	url := fs.String("database-url", bridge.DefaultDatabaseURL, "PostgreSQL URL")
+	url := fs.String("database-url", db.DefaultURL, "PostgreSQL URL")
 	expected := fs.String("expected", "expected.json", "expected state written by stb simulate")
 	if err := parseFlags(fs, args); err != nil {
 		return err

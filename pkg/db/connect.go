@@ -7,6 +7,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// DefaultURL is the database every command connects to without
+// --database-url: a local server, as `make test` and the demo use.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
 // Connect opens a pool of at most maxConns connections on url and pings the
 // server, so that a wrong URL or a server that is down fails at start-up
 // with a clear message rather than on the first bundle. maxConns of 0 keeps

@@ -407,6 +407,20 @@ func LoadHubStatus(ctx context.Context, q interface {
 	return st, true, nil
 }
 
+// SearchHubs returns the names in status.hubs that contain part, sorted,
+// at most limit of them.
+func SearchHubs(ctx context.Context, q Querier, part string, limit int) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT name FROM status.hubs WHERE strpos(name, $1) > 0 ORDER BY name LIMIT $2`, part, limit)
+	if err != nil {
+		return nil, fmt.Errorf("db: search hubs: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("db: search hubs: %w", err)
+	}
+	return names, nil
+}
+
 // HubWrite is what status.bundle_versions says of one type of a hub: the
 // version written, how long ago, and from where (Offset -1 for a
 // tombstone).

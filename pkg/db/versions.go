@@ -82,3 +82,17 @@ func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]
 	}
 	return out, nil
 }
+
+// LoadVersion returns the stored version of one bundle type of one hub,
+// and false when none is stored: what a replay of a dead letter checks the
+// letter's dependency against.
+func LoadVersion(ctx context.Context, q Querier, hub, typ string) (StoredVersion, bool, error) {
+	vs, err := loadVersions(ctx, q, `
+		SELECT `+versionColumns+`
+		FROM status.bundle_versions
+		WHERE hub = $1 AND bundle_type = $2`, hub, typ)
+	if err != nil || len(vs) == 0 {
+		return StoredVersion{}, false, err
+	}
+	return vs[0], true, nil
+}

@@ -170,6 +170,20 @@ FROM status.dead_letters GROUP BY reason ORDER BY count(*) DESC, reason`)
 	return out, nil
 }
 
+// CountRecent counts the dead letters stored in the last d (by the
+// database's clock): what the console's overview shows for the last hour.
+func CountRecent(ctx context.Context, db Querier, d time.Duration) (int64, error) {
+	rows, err := db.Query(ctx, `SELECT count(*) FROM status.dead_letters WHERE created_at > now() - $1::float8 * interval '1 second'`, d.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("count recent dead letters: %w", err)
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("count recent dead letters: %w", err)
+	}
+	return n, nil
+}
+
 // Purge deletes the dead letters f selects and returns how many. Without
 // Before it refuses: a purge of everything is not what an operator means
 // by a filter left out.

@@ -147,6 +147,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Rules returns the decoding rules of c, defaults applied, decoding
+// payloads with d: what the reader applies to every message, and a replay
+// of dead letters to every letter, so that both decode alike.
+func (c Config) Rules(d Decoder) Rules {
+	c = c.withDefaults()
+	return Rules{TypePrefix: c.TypePrefix, VerifySource: c.VerifySource, MaxBundleBytes: c.MaxBundleBytes, Decoder: d}
+}
+
 // Validate checks the configuration as NewReader will use it, that is with
 // defaults applied.
 func (c *Config) Validate() error {

@@ -240,13 +240,8 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		return nil, fmt.Errorf("create kafka consumer: %w", RedactError(err, cfg.Properties))
 	}
 	r := &Reader{
-		cfg: cfg,
-		rules: Rules{
-			TypePrefix:     cfg.TypePrefix,
-			VerifySource:   cfg.VerifySource,
-			MaxBundleBytes: cfg.MaxBundleBytes,
-			Decoder:        deps.Decoder,
-		},
+		cfg:      cfg,
+		rules:    cfg.Rules(deps.Decoder),
 		deps:     deps,
 		logger:   logger,
 		metrics:  m,

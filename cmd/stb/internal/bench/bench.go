@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
 	"go.uber.org/zap"
 )
@@ -80,7 +81,7 @@ func DefaultConfig() Config {
 		BaselineLimit:  60 * time.Second,
 		Timeout:        30 * time.Minute,
 		Out:            "bench-results.json",
-		DatabaseURL:    bridge.DefaultDatabaseURL,
+		DatabaseURL:    db.DefaultURL,
 		PoolSize:       bridge.DefaultPoolSize(),
 		Partitions:     8,
 		Seed:           1,

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/cmd/stb/internal/metricview"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -58,18 +58,18 @@ func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge
 		return nil, err
 	}
 	cfg := bridge.DefaultConfig()
-	cfg.KafkaBrokers = e.brokers
-	cfg.KafkaTopics = o.topics
-	cfg.KafkaGroupID = e.group(o.db)
+	cfg.Reader.Brokers = e.brokers
+	cfg.Reader.Topics = o.topics
+	cfg.Reader.GroupID = e.group(o.db)
 	cfg.DatabaseURL = url
-	cfg.Conflation = o.conflation
-	cfg.DBPoolSize = e.cfg.PoolSize
-	cfg.CommitInterval = time.Second
+	cfg.Conflation.NoConflation = !o.conflation
+	cfg.Dispatcher.Workers = e.cfg.PoolSize
+	cfg.Committer.Interval = time.Second
 	cfg.HTTPAddr, cfg.AdminAddr = "", ""
 	cfg.ShutdownTimeout = benchShutdownTimeout
-	cfg.MaxBufferedBytes = e.cfg.MaxBufferedBytes
+	cfg.Reader.MaxBufferedBytes = e.cfg.MaxBufferedBytes
 	if o.maxBundleBytes > 0 {
-		cfg.MaxBundleBytes = o.maxBundleBytes
+		cfg.Reader.MaxBundleBytes = int(o.maxBundleBytes)
 	}
 	// Start every variant from the same memory: what an earlier variant
 	// left for the garbage collector would otherwise count as this one's.

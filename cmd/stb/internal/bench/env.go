@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
@@ -86,7 +85,7 @@ func (e *benchEnv) rules(maxBundleBytes int64) transport.Rules {
 		maxBundleBytes = transport.DefaultMaxBundleBytes
 	}
 	return transport.Rules{TypePrefix: transport.DefaultTypePrefix, VerifySource: true,
-		MaxBundleBytes: int(maxBundleBytes), Decoder: bridge.Decoder(e.reg)}
+		MaxBundleBytes: int(maxBundleBytes), Decoder: e.reg}
 }
 
 // decoder is how the read+decode ceiling decodes: the bridge's rules and

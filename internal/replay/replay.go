@@ -1,10 +1,3 @@
-// Package replay re-drives stored dead letters (`stb deadletters replay`):
-// each letter's event is decoded again and written through the same
-// version fence and handlers as the bridge's, so that a replay can never
-// take the database backwards. The event comes from Kafka, at the letter's
-// origin, while the topic still holds it (the exact bytes, whatever their
-// size); else from the copy stored with a read-side letter, when that copy
-// is whole.
 package replay
 
 import (
@@ -20,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/cmd/stb/internal/bridge"
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
@@ -35,30 +27,30 @@ type Config struct {
 	// Filter selects the letters; replay never takes one a replay already
 	// applied or found stale.
 	Filter deadletter.Filter
-	// KafkaBrokers, when not empty, is where the events are fetched from
-	// first; KafkaProperties are extra librdkafka properties (security).
-	KafkaBrokers    string
-	KafkaProperties map[string]string
+	// Reader is the bridge's reader configuration, of which a replay uses
+	// the decoding rules (TypePrefix, VerifySource, MaxBundleBytes: raise
+	// it to replay too_large letters) and the Kafka connection: Brokers,
+	// when not empty, is where the events are fetched from first, with
+	// the extra librdkafka Properties (security). The rest is not used.
+	Reader transport.Config
+	// Profiles are the wire profiles decoded (dbsyncers.ParseProfiles).
+	Profiles []string
 	// FetchTimeout bounds the wait for one event from Kafka.
 	FetchTimeout time.Duration
-	// The decoding rules, as the bridge's flags of the same names: raise
-	// MaxBundleBytes to replay too_large letters.
-	TypePrefix     string
-	VerifySource   bool
-	MaxBundleBytes int
-	Profiles       []string
 	// DryRun decodes and applies each letter in a transaction that is
 	// rolled back, and marks nothing.
 	DryRun bool
 }
 
-// DefaultConfig returns the bridge's decoding rules and a 10 s fetch.
+// DefaultFetchTimeout is how long a replay waits for one event from Kafka.
+const DefaultFetchTimeout = 10 * time.Second
+
+// DefaultConfig returns the reader's default decoding rules, every
+// profile, no Kafka (stored copies only) and DefaultFetchTimeout.
 func DefaultConfig() Config {
-	b := bridge.DefaultConfig()
-	return Config{
-		FetchTimeout: 10 * time.Second, TypePrefix: b.TypePrefix, VerifySource: b.VerifySource,
-		MaxBundleBytes: int(b.MaxBundleBytes), Profiles: b.Profiles, KafkaProperties: map[string]string{},
-	}
+	reader := transport.DefaultConfig()
+	reader.Properties = map[string]string{}
+	return Config{Reader: reader, Profiles: dbsyncers.DefaultProfiles(), FetchTimeout: DefaultFetchTimeout}
 }
 
 // Result is what happened to one letter.
@@ -83,21 +75,24 @@ const Skipped = "skipped"
 // fault (the database or Kafka unreachable): the letters before it keep
 // their marks, and running it again goes on where it stopped.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger, each func(Result)) error {
-	bcfg := bridge.DefaultConfig()
-	bcfg.Profiles = cfg.Profiles
-	reg, gh, err := bcfg.Registry()
+	profiles, err := dbsyncers.ParseProfiles(cfg.Profiles)
 	if err != nil {
 		return err
 	}
-	rules := transport.Rules{TypePrefix: cfg.TypePrefix, VerifySource: cfg.VerifySource,
-		MaxBundleBytes: max(cfg.MaxBundleBytes, transport.MinMaxBundleBytes), Decoder: bridge.Decoder(reg)}
+	reg, err := profiles.Registry()
+	if err != nil {
+		return err
+	}
+	rules := cfg.Reader.Rules(reg)
 	f := cfg.Filter
 	f.NotApplied = true
 	rows, err := deadletter.List(ctx, pool, f)
 	if err != nil {
 		return err
 	}
-	if gh != nil {
+	var gh *transport.GlobalHub
+	if profiles.GlobalHub {
+		gh = transport.NewGlobalHub()
 		versions, err := db.LoadVersions(ctx, pool)
 		if err != nil {
 			return err
@@ -107,8 +102,8 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 		}
 	}
 	var fetch *fetcher
-	if cfg.KafkaBrokers != "" && len(rows) > 0 {
-		if fetch, err = newFetcher(cfg.KafkaBrokers, cfg.KafkaProperties, cfg.FetchTimeout); err != nil {
+	if cfg.Reader.Brokers != "" && len(rows) > 0 {
+		if fetch, err = newFetcher(cfg.Reader.Brokers, cfg.Reader.Properties, cfg.FetchTimeout); err != nil {
 			return err
 		}
 		defer fetch.close()
@@ -199,38 +194,23 @@ func dependsOn(reg *dbsyncers.Registry, typ string) string {
 }
 
 // dependencyMet checks what the conflation unit checks before a bundle
-// may be written: its base, as the database holds it. It returns the
-// reason the bundle cannot be written, or "".
+// may be written (conflation.CheckDependency), against the version of its
+// dependency the database holds. It returns the reason the bundle cannot
+// be written, or "".
 func dependencyMet(ctx context.Context, tx pgx.Tx, reg *dbsyncers.Registry, b *bundle.Bundle) (deadletter.Reason, error) {
 	s, ok := reg.Lookup(b.Type)
 	if !ok || s.DependsOn == "" || s.Rule == bundle.NoDependency {
 		return "", nil
 	}
-	var inc, gen string
-	err := tx.QueryRow(ctx, `SELECT incarnation::text, generation::text FROM status.bundle_versions WHERE hub = $1 AND bundle_type = $2`,
-		b.Hub, s.DependsOn).Scan(&inc, &gen)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return deadletter.DependencyTimeout, nil
-	}
+	held, has, err := db.LoadVersion(ctx, tx, b.Hub, s.DependsOn)
 	if err != nil {
 		return "", fmt.Errorf("read the version of %s: %w", s.DependsOn, err)
 	}
-	held, err := bundle.ParseVersion(inc + "." + gen)
-	if err != nil {
-		return "", err
-	}
-	switch s.Rule {
-	case bundle.Exactly:
-		switch c := held.Compare(b.Dependency); {
-		case c > 0:
-			return deadletter.StaleBase, nil
-		case c < 0:
-			return deadletter.DependencyTimeout, nil
-		}
-	case bundle.AtLeast:
-		if held.Compare(b.Dependency) < 0 {
-			return deadletter.DependencyTimeout, nil
-		}
+	switch conflation.CheckDependency(s.Rule, held.Version, has, b.Dependency) {
+	case conflation.DependencyPassed:
+		return deadletter.StaleBase, nil
+	case conflation.DependencyWaiting:
+		return deadletter.DependencyTimeout, nil
 	}
 	return "", nil
 }
@@ -342,3 +322,19 @@ func (f *fetcher) at(o bundle.Origin) (*kafka.Message, error) {
 }
 
 func (f *fetcher) close() { _ = f.c.Close() }
+
+// Line says what became of one letter, on one line, as `stb deadletters
+// replay` prints it and the console shows it; verb is "replay" or
+// "dry run".
+func (r Result) Line(verb string) string {
+	from := r.From
+	if from == "" {
+		from = "-"
+	}
+	line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome,
+		deadletter.Quote(r.Row.Hub), deadletter.Quote(r.Row.Type), deadletter.Quote(r.Row.Version), from)
+	if r.Err != nil {
+		line += fmt.Sprintf(": %s: %s", r.Reason, deadletter.FirstLine(r.Err.Error(), 200))
+	}
+	return line
+}

@@ -1,4 +1,4 @@
-package bridge
+package console
 
 import (
 	"bytes"
@@ -14,9 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
@@ -53,8 +52,8 @@ type Overview struct {
 	// OldestUnwrittenSec is how long the oldest unwritten bundle waits.
 	OldestUnwrittenSec float64 `json:"oldestUnwrittenSeconds"`
 	// DeadLettersLastHour is -1 when the database did not answer.
-	DeadLettersLastHour int64            `json:"deadLettersLastHour"`
-	Partitions          []PartitionStats `json:"partitions"`
+	DeadLettersLastHour int64                      `json:"deadLettersLastHour"`
+	Partitions          []committer.PartitionStats `json:"partitions"`
 	// Problems are the hubs that need attention, worst first.
 	Problems []HubProblem `json:"problems"`
 	Ready    bool         `json:"ready"`
@@ -94,33 +93,35 @@ const problemAge = 30 * time.Second
 // Overview counts every unit once, cheaply (conflation.Unit.Brief), and
 // keeps the consoleRows worst hubs; it adds the partitions, the dead
 // letters of the last hour and the readiness.
-func (b *Bridge) Overview(ctx context.Context) Overview {
-	o := b.overview.get(b.unitOverview)
-	o.Partitions = b.Stats().Partitions
-	o.DormantHubs = b.manager.Dormant()
+func (c *Console) Overview(ctx context.Context) Overview {
+	o := c.overview.get(c.unitOverview)
+	o.Partitions = c.partitions.Stats()
+	o.DormantHubs = c.units.Dormant()
 	o.StatesAsOfSec = -1
-	if b.hubs != nil {
-		c := b.hubs.Counts()
-		o.ActiveHubs, o.InactiveHubs, o.DeletedHubs = c.Active, c.Inactive, c.Deleted
-		if !c.At.IsZero() {
-			o.StatesAsOfSec = time.Since(c.At).Seconds()
+	if c.hubs != nil {
+		n := c.hubs.Counts()
+		o.ActiveHubs, o.InactiveHubs, o.DeletedHubs = n.Active, n.Inactive, n.Deleted
+		if !n.At.IsZero() {
+			o.StatesAsOfSec = time.Since(n.At).Seconds()
 		}
 	}
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if b.controlPool != nil {
-		_ = b.controlPool.QueryRow(qctx, `SELECT count(*) FROM status.dead_letters WHERE created_at > now() - interval '1 hour'`).Scan(&o.DeadLettersLastHour)
+	if c.pool != nil {
+		if n, err := deadletter.CountRecent(qctx, c.pool, time.Hour); err == nil {
+			o.DeadLettersLastHour = n
+		}
 	}
-	o.NotReady = b.Problems(ctx)
+	o.NotReady = c.ready.Problems(ctx)
 	o.Ready = len(o.NotReady) == 0
 	return o
 }
 
 // unitOverview is the part of Overview that grows with the hubs.
-func (b *Bridge) unitOverview() Overview {
+func (c *Console) unitOverview() Overview {
 	o := Overview{DeadLettersLastHour: -1}
 	worst := topK[HubProblem]{k: consoleRows, cmp: worse}
-	b.manager.Range(func(u *conflation.Unit) bool {
+	c.units.Range(func(u *conflation.Unit) bool {
 		o.Hubs++
 		br := u.Brief()
 		if br.Held > 0 {
@@ -237,9 +238,9 @@ func (t *topK[T]) sorted() []T {
 // sorted, and whether there were more: the units in memory and the hubs
 // the database knows (evicted when idle, held by another replica, or
 // deleted).
-func (b *Bridge) searchHubs(ctx context.Context, q string) ([]string, bool, error) {
+func (c *Console) searchHubs(ctx context.Context, q string) ([]string, bool, error) {
 	first := topK[string]{k: consoleRows + 1, cmp: strings.Compare}
-	b.manager.Range(func(u *conflation.Unit) bool {
+	c.units.Range(func(u *conflation.Unit) bool {
 		if strings.Contains(u.Hub, q) {
 			first.add(u.Hub)
 		}
@@ -250,17 +251,13 @@ func (b *Bridge) searchHubs(ctx context.Context, q string) ([]string, bool, erro
 		seen[n] = true
 	}
 	var err error
-	if b.controlPool != nil {
+	if c.pool != nil {
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		var rows pgx.Rows
-		rows, err = b.controlPool.Query(qctx, `SELECT name FROM status.hubs WHERE strpos(name, $1) > 0 ORDER BY name LIMIT $2`, q, consoleRows+1)
-		if err == nil {
-			var names []string
-			names, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			for _, n := range names {
-				seen[n] = true
-			}
+		var names []string
+		names, err = db.SearchHubs(qctx, c.pool, q, consoleRows+1)
+		for _, n := range names {
+			seen[n] = true
 		}
 	}
 	names := slices.Sorted(maps.Keys(seen))
@@ -270,14 +267,14 @@ func (b *Bridge) searchHubs(ctx context.Context, q string) ([]string, bool, erro
 	return names, false, err
 }
 
-func (b *Bridge) consoleRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", b.overviewPage)
+func (c *Console) pageRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", c.overviewPage)
 	mux.HandleFunc("GET /api/overview", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, b.Overview(r.Context()))
+		writeJSON(w, c.Overview(r.Context()))
 	})
-	mux.HandleFunc("GET /hub", b.hubPage)
-	mux.HandleFunc("GET /deadletters", b.deadLettersPage)
-	b.actionRoutes(mux)
+	mux.HandleFunc("GET /hub", c.hubPage)
+	mux.HandleFunc("GET /deadletters", c.deadLettersPage)
+	c.actionRoutes(mux)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -287,50 +284,50 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-func (b *Bridge) overviewPage(w http.ResponseWriter, r *http.Request) {
+func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query().Get("q")
-	data := map[string]any{"O": b.Overview(r.Context()), "Q": q}
+	data := map[string]any{"O": c.Overview(r.Context()), "Q": q}
 	if q != "" {
-		names, more, err := b.searchHubs(r.Context(), q)
+		names, more, err := c.searchHubs(r.Context(), q)
 		data["Found"], data["More"], data["SearchErr"] = names, more, err
 	}
 	render(w, overviewTmpl, data)
 }
 
-func (b *Bridge) hubPage(w http.ResponseWriter, r *http.Request) {
+func (c *Console) hubPage(w http.ResponseWriter, r *http.Request) {
 	hub := r.URL.Query().Get("name")
-	data := map[string]any{"Hub": hub, "Q": "", "CSRF": b.csrf, "CanReplay": b.replayer != nil}
-	if u, ok := b.manager.Lookup(hub); ok {
+	data := map[string]any{"Hub": hub, "Q": "", "CSRF": c.csrf, "CanReplay": c.replay != nil}
+	if u, ok := c.units.Lookup(hub); ok {
 		data["Unit"] = u.Snapshot()
 	} else {
-		data["Dormant"] = b.manager.IsDormant(hub)
+		data["Dormant"] = c.units.IsDormant(hub)
 	}
-	if b.controlPool != nil {
+	if c.pool != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		st, ok, err := db.LoadHubStatus(ctx, b.controlPool, hub)
+		st, ok, err := db.LoadHubStatus(ctx, c.pool, hub)
 		if ok {
 			data["State"] = st
 		}
 		data["StateErr"] = err
-		stored, err := db.LoadHubWrites(ctx, b.controlPool, hub)
+		stored, err := db.LoadHubWrites(ctx, c.pool, hub)
 		data["Stored"], data["StoredErr"] = stored, err
-		rows, err := deadletter.List(ctx, b.controlPool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
+		rows, err := deadletter.List(ctx, c.pool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
 		data["Letters"], data["LettersErr"] = rows, err
 	}
 	render(w, hubTmpl, data)
 }
 
-func (b *Bridge) deadLettersPage(w http.ResponseWriter, r *http.Request) {
+func (c *Console) deadLettersPage(w http.ResponseWriter, r *http.Request) {
 	reason := r.URL.Query().Get("reason")
-	data := map[string]any{"Reason": reason, "Q": "", "CSRF": b.csrf, "CanReplay": b.replayer != nil}
-	if b.controlPool != nil {
+	data := map[string]any{"Reason": reason, "Q": "", "CSRF": c.csrf, "CanReplay": c.replay != nil}
+	if c.pool != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		groups, err := deadletter.CountByReason(ctx, b.controlPool)
+		groups, err := deadletter.CountByReason(ctx, c.pool)
 		data["Groups"], data["Err"] = groups, err
 		if reason != "" && err == nil {
-			rows, err := deadletter.List(ctx, b.controlPool, deadletter.Filter{Reason: deadletter.Reason(reason), Limit: consoleRows, Newest: true})
+			rows, err := deadletter.List(ctx, c.pool, deadletter.Filter{Reason: deadletter.Reason(reason), Limit: consoleRows, Newest: true})
 			data["Letters"], data["Err"] = rows, err
 		}
 	}

@@ -43,12 +43,12 @@ const resyncSendTimeout = time.Second
 
 func newResyncPublisher(cfg Config, logger *zap.Logger, counters *resyncCounters) (*resyncPublisher, error) {
 	pub, err := transport.NewPublisher(transport.PublisherConfig{
-		Brokers: cfg.KafkaBrokers, TypePrefix: cfg.TypePrefix, Properties: cfg.KafkaProperties,
+		Brokers: cfg.Reader.Brokers, TypePrefix: cfg.Reader.TypePrefix, Properties: cfg.Reader.Properties,
 	}, logger)
 	if err != nil {
 		return nil, err
 	}
-	return &resyncPublisher{pub: pub, topic: cfg.ResyncTopic, prefix: cfg.TypePrefix, logger: logger, sent: counters}, nil
+	return &resyncPublisher{pub: pub, topic: cfg.ResyncTopic, prefix: cfg.Reader.TypePrefix, logger: logger, sent: counters}, nil
 }
 
 // send is conflation.Config.OnResync.

@@ -2,10 +2,13 @@ package bridge
 
 import (
 	"context"
-	"sort"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/pkg/committer"
 )
 
 // Stats is a snapshot of the bridge for the demo's progress line, the
@@ -24,25 +27,7 @@ type Stats struct {
 	// BusyWorkers is the number of workers writing now.
 	BusyWorkers int
 	// Partitions are the assigned partitions, by topic and number.
-	Partitions []PartitionStats
-}
-
-// PartitionStats is one assigned partition as the committer tracks it.
-type PartitionStats struct {
-	Topic     string
-	Partition int32
-	// Committed is the position last stored, -1 when none was.
-	Committed int64
-	// Position is what would be stored now: the lowest offset still held,
-	// else the last read + 1; HasPosition is false before the first read.
-	Position    int64
-	HasPosition bool
-	// Outstanding is the number of messages read and not yet done with.
-	Outstanding int
-	// Lag is the high watermark minus the committed position: what a
-	// restart would read again or for the first time; -1 before the
-	// reader learned the high watermark.
-	Lag int64
+	Partitions []committer.PartitionStats
 }
 
 // Stats returns a snapshot; it takes no lock that a worker or the reader
@@ -56,24 +41,7 @@ func (b *Bridge) Stats() Stats {
 		ReadyUnits:  b.manager.Queue().Len(),
 		BusyWorkers: b.dispatcher.Busy(),
 	}
-	for _, p := range b.committer.Partitions() {
-		pos, ok := p.Position()
-		lag, known := p.Lag()
-		if !known {
-			lag = -1
-		}
-		s.Partitions = append(s.Partitions, PartitionStats{
-			Topic: p.Topic, Partition: p.Partition, Committed: p.Committed(),
-			Position: pos, HasPosition: ok, Outstanding: p.Outstanding(), Lag: lag,
-		})
-	}
-	sort.Slice(s.Partitions, func(i, j int) bool {
-		a, c := s.Partitions[i], s.Partitions[j]
-		if a.Topic != c.Topic {
-			return a.Topic < c.Topic
-		}
-		return a.Partition < c.Partition
-	})
+	s.Partitions = b.committer.Stats()
 	return s
 }
 
@@ -129,20 +97,31 @@ func (b *Bridge) Units(hub string) []conflation.UnitState {
 // Problems lists what keeps the bridge from being ready: the database
 // unreachable, no partitions assigned, commits or writes failing. Empty
 // means ready.
-func (b *Bridge) Problems(ctx context.Context) []string {
+func (b *Bridge) Problems(ctx context.Context) []string { return b.readiness.Problems(ctx) }
+
+// readiness is what /readyz and the console ask whether the bridge is
+// ready: the components whose state says it.
+type readiness struct {
+	pool       *pgxpool.Pool
+	committer  *committer.Committer
+	dispatcher *dispatcher.Dispatcher
+}
+
+// Problems lists what keeps the bridge from being ready.
+func (r readiness) Problems(ctx context.Context) []string {
 	var problems []string
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := b.controlPool.Ping(pctx); err != nil {
+	if err := r.pool.Ping(pctx); err != nil {
 		problems = append(problems, "database unreachable: "+err.Error())
 	}
-	if len(b.committer.Partitions()) == 0 {
+	if len(r.committer.Partitions()) == 0 {
 		problems = append(problems, "no Kafka partitions assigned")
 	}
-	if err := b.committer.Err(); err != nil {
+	if err := r.committer.Err(); err != nil {
 		problems = append(problems, "offset commits failing: "+err.Error())
 	}
-	if err := b.dispatcher.Err(); err != nil {
+	if err := r.dispatcher.Err(); err != nil {
 		problems = append(problems, "database writes failing: "+err.Error())
 	}
 	return problems

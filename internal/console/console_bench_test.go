@@ -1,4 +1,4 @@
-package bridge
+package console
 
 import (
 	"bytes"
@@ -20,10 +20,10 @@ import (
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
-// consoleBridge is a bridge with only a conflation manager of n hubs, each
+// consoleOf is a console over only a conflation manager of n hubs, each
 // holding an unwritten heartbeat that has waited a minute: every hub is a
 // problem, the console's worst case.
-func consoleBridge(tb testing.TB, n int) *Bridge {
+func consoleOf(tb testing.TB, n int) *Console {
 	tb.Helper()
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano())
@@ -38,13 +38,13 @@ func consoleBridge(tb testing.TB, n int) *Bridge {
 		m.Insert(&bundle.Bundle{Hub: fmt.Sprintf("hub-%06d", i), Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: uint64(i%7 + 1)}, Size: 2})
 	}
 	now.Add(int64(time.Minute) + int64(time.Duration(n)))
-	return &Bridge{manager: m, registry: prometheus.NewRegistry()}
+	return New(Deps{Units: m})
 }
 
 // The console's pages that grow with the hubs stay bounded: the problems
 // list and a search are capped, /debug/units is a page.
 func TestConsoleBoundedAtManyHubs(t *testing.T) {
-	b := consoleBridge(t, 5000)
+	b := consoleOf(t, 5000)
 	o := b.unitOverview()
 	if o.Hubs != 5000 || o.Held != 5000 || len(o.Problems) != consoleRows {
 		t.Fatalf("overview: %d hubs, %d held, %d problems", o.Hubs, o.Held, len(o.Problems))
@@ -77,9 +77,9 @@ func TestConsoleBoundedAtManyHubs(t *testing.T) {
 // overview's pass over every unit with its page rendered, a search, and
 // a /debug/units page. Each reports the response's size.
 //
-//	go test -run '^$' -bench BenchmarkConsole -benchtime 20x ./cmd/stb/internal/bridge/
+//	go test -run '^$' -bench BenchmarkConsole -benchtime 20x ./internal/console/
 func BenchmarkConsole(b *testing.B) {
-	br := consoleBridge(b, 200_000)
+	br := consoleOf(b, 200_000)
 	b.Run("overview", func(b *testing.B) {
 		var buf bytes.Buffer
 		for b.Loop() {

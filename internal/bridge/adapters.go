@@ -4,40 +4,10 @@ import (
 	"context"
 
 	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/dbsyncers"
-	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/transport"
 )
-
-// Decoder returns the reader's Decoder for the bundle types of r, as the
-// bridge uses it; the bench's read ceiling decodes with the same.
-func Decoder(r *dbsyncers.Registry) transport.Decoder { return registryDecoder{r} }
-
-// registryDecoder adapts the registry to the reader's Decoder.
-type registryDecoder struct{ r *dbsyncers.Registry }
-
-func (d registryDecoder) Decode(typ string, data []byte) (any, error) {
-	s, ok := d.r.Lookup(typ)
-	if !ok {
-		return nil, bundle.ErrUnknownType
-	}
-	return s.Decode(data)
-}
-
-// Known lets the reader tell an unknown type before anything else.
-func (d registryDecoder) Known(typ string) bool {
-	_, ok := d.r.Lookup(typ)
-	return ok
-}
-
-// NeedsDependency lets the reader reject a delta without the base it
-// applies on: a type that depends on exactly one version of another.
-func (d registryDecoder) NeedsDependency(typ string) bool {
-	s, ok := d.r.Lookup(typ)
-	return ok && s.DependsOn != "" && s.Rule == bundle.Exactly
-}
 
 // positions adapts the committer to the reader's Positions: the reader
 // declares the partition tracker it needs as an interface.

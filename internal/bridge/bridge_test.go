@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,23 +26,29 @@ func TestValidate(t *testing.T) {
 		change func(*Config)
 		want   string
 	}{
-		"no brokers":        {func(c *Config) { c.KafkaBrokers = "" }, "--kafka-brokers"},
-		"no topics":         {func(c *Config) { c.KafkaTopics = nil }, "--kafka-topics"},
-		"no pool":           {func(c *Config) { c.DBPoolSize = 0 }, "--db-pool-size"},
-		"no shutdown time":  {func(c *Config) { c.ShutdownTimeout = 0 }, "--shutdown-timeout"},
-		"bad offset reset":  {func(c *Config) { c.AutoOffsetReset = "middle" }, "earliest or latest"},
-		"negative buffered": {func(c *Config) { c.MaxBufferedBytes = -1 }, "--max-buffered-bytes"},
+		"no brokers":             {func(c *Config) { c.Reader.Brokers = "" }, "--kafka-brokers"},
+		"no topics":              {func(c *Config) { c.Reader.Topics = nil }, "--kafka-topics"},
+		"no pool":                {func(c *Config) { c.Dispatcher.Workers = 0 }, "--db-pool-size"},
+		"no shutdown time":       {func(c *Config) { c.ShutdownTimeout = 0 }, "--shutdown-timeout"},
+		"bad offset reset":       {func(c *Config) { c.Reader.AutoOffsetReset = "middle" }, "earliest or latest"},
+		"negative buffered":      {func(c *Config) { c.Reader.MaxBufferedBytes = -1 }, "--max-buffered-bytes"},
+		"unknown profile":        {func(c *Config) { c.Profiles = []string{"stb", "hoh"} }, `--profiles: unknown profile "hoh"`},
+		"delete, never inactive": {func(c *Config) { c.Hubs.InactiveAfter, c.Hubs.DeleteAfter = 0, time.Hour }, "--hub-delete-after needs"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := DefaultConfig()
+			// Two configurations built alike, sharing no map or slice:
+			// Validate's value receiver copies the struct but not what
+			// its maps and slices (Properties, Topics, Profiles) hold,
+			// which it must not change either.
+			c, want := DefaultConfig(), DefaultConfig()
 			tc.change(&c)
-			before := c
+			tc.change(&want)
 			err := c.Validate()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.want)
 			}
-			if c.AutoOffsetReset != before.AutoOffsetReset || c.DBPoolSize != before.DBPoolSize || len(c.KafkaTopics) != len(before.KafkaTopics) {
-				t.Fatal("Validate changed the configuration")
+			if !reflect.DeepEqual(c, want) {
+				t.Fatalf("Validate changed the configuration:\n got %+v\nwant %+v", c, want)
 			}
 		})
 	}
@@ -83,12 +90,12 @@ func TestShutdownBoundedWhileAJobIsBlocked(t *testing.T) {
 	}
 
 	cfg := DefaultConfig()
-	cfg.KafkaBrokers, cfg.DatabaseURL, cfg.HTTPAddr, cfg.AdminAddr = brk.Addr(), url, "", ""
-	cfg.KafkaGroupID = "shutdown-test"
-	cfg.CommitInterval = 100 * time.Millisecond
-	cfg.JobTimeout = 5 * time.Minute
+	cfg.Reader.Brokers, cfg.DatabaseURL, cfg.HTTPAddr, cfg.AdminAddr = brk.Addr(), url, "", ""
+	cfg.Reader.GroupID = "shutdown-test"
+	cfg.Committer.Interval = 100 * time.Millisecond
+	cfg.Dispatcher.JobTimeout = 5 * time.Minute
 	cfg.ShutdownTimeout = 2 * time.Second
-	cfg.DBPoolSize = 4
+	cfg.Dispatcher.Workers = 4
 	b, err := New(ctx, cfg, Deps{Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,8 @@
-package bridge
+package console
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -12,50 +10,28 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// Replayer re-drives dead letters as `stb deadletters replay` does. The
-// replay decodes with the bridge's own rules and lives above this package,
-// so cmd/stb provides it (Deps.Replayer); without one the console offers
-// the command line instead of a button.
-type Replayer interface {
-	// Replay replays the letters f selects and returns one line per
-	// letter and the counts by outcome.
-	Replay(ctx context.Context, pool *pgxpool.Pool, f deadletter.Filter, dryRun bool) (ReplaySummary, error)
-}
-
-// ReplaySummary is what a replay did.
-type ReplaySummary struct {
-	Lines  []string
-	Counts map[string]int
-}
-
 // actionTimeout bounds one console action.
 const actionTimeout = 2 * time.Minute
 
-// newCSRFToken returns the token every console form carries: random per
-// process, so a page of another site cannot post a form the console takes.
-func newCSRFToken() string {
-	var raw [24]byte
-	_, _ = rand.Read(raw[:])
-	return hex.EncodeToString(raw[:])
-}
+// maxReplayLines caps the lines a replay shows, one per letter.
+const maxReplayLines = 200
 
 // checkAction accepts a console action only as a POST that carries the
 // process's form token and, when the browser says where it comes from,
 // comes from the console itself.
-func (b *Bridge) checkAction(w http.ResponseWriter, r *http.Request) bool {
+func (c *Console) checkAction(w http.ResponseWriter, r *http.Request) bool {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
 		return false
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(b.csrf)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(c.csrf)) != 1 {
 		http.Error(w, "missing or stale form token: reload the page", http.StatusForbidden)
 		return false
 	}
@@ -81,15 +57,15 @@ type actionResult struct {
 	Back  string
 }
 
-func (b *Bridge) actionRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /actions/replay", b.replayAction)
-	mux.HandleFunc("POST /actions/purge", b.purgeAction)
-	mux.HandleFunc("POST /actions/hub", b.hubAction)
+func (c *Console) actionRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /actions/replay", c.replayAction)
+	mux.HandleFunc("POST /actions/purge", c.purgeAction)
+	mux.HandleFunc("POST /actions/hub", c.hubAction)
 }
 
 // replayAction replays one letter (id) or those of a reason, dry or not.
-func (b *Bridge) replayAction(w http.ResponseWriter, r *http.Request) {
-	if !b.checkAction(w, r) {
+func (c *Console) replayAction(w http.ResponseWriter, r *http.Request) {
+	if !c.checkAction(w, r) {
 		return
 	}
 	res := actionResult{Title: "Replay", Back: "/deadletters"}
@@ -114,23 +90,35 @@ func (b *Bridge) replayAction(w http.ResponseWriter, r *http.Request) {
 		res.Title = "Replay (dry run: nothing written, nothing marked)"
 	}
 	switch {
-	case b.replayer == nil:
+	case c.replay == nil:
 		res.Err = fmt.Errorf("this bridge has no replayer: run stb deadletters replay")
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 		defer cancel()
-		sum, err := b.replayer.Replay(ctx, b.controlPool, f, dry)
-		res.Lines, res.Err = sum.Lines, err
+		cfg := *c.replay
+		cfg.Filter, cfg.DryRun = f, dry
+		verb := "replay"
+		if dry {
+			verb = "dry run"
+		}
+		counts := map[string]int{}
+		err := replay.Run(ctx, c.pool, cfg, c.logger.Named("replay"), func(r replay.Result) {
+			counts[r.Outcome]++
+			if len(res.Lines) < maxReplayLines {
+				res.Lines = append(res.Lines, r.Line(verb))
+			}
+		})
+		res.Err = err
 		res.Lines = append(res.Lines, fmt.Sprintf("applied %d, stale %d, failed %d, skipped %d",
-			sum.Counts["applied"], sum.Counts["stale"], sum.Counts["failed"], sum.Counts["skipped"]))
-		b.logger.Info("console: dead letters replayed", zap.Any("counts", sum.Counts), zap.Bool("dry_run", dry), zap.Error(err))
+			counts["applied"], counts["stale"], counts["failed"], counts["skipped"]))
+		c.logger.Info("console: dead letters replayed", zap.Any("counts", counts), zap.Bool("dry_run", dry), zap.Error(err))
 	}
 	render(w, actionTmpl, res)
 }
 
 // purgeAction deletes the letters stored before a duration ago.
-func (b *Bridge) purgeAction(w http.ResponseWriter, r *http.Request) {
-	if !b.checkAction(w, r) {
+func (c *Console) purgeAction(w http.ResponseWriter, r *http.Request) {
+	if !c.checkAction(w, r) {
 		return
 	}
 	res := actionResult{Title: "Purge", Back: "/deadletters"}
@@ -141,19 +129,19 @@ func (b *Bridge) purgeAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	n, err := deadletter.Purge(ctx, b.controlPool, deadletter.Filter{Before: time.Now().Add(-d)})
+	n, err := deadletter.Purge(ctx, c.pool, deadletter.Filter{Before: time.Now().Add(-d)})
 	res.Err = err
 	if err == nil {
 		res.Lines = []string{fmt.Sprintf("%d dead letters stored more than %s ago deleted", n, d)}
-		b.logger.Info("console: dead letters purged", zap.Int64("deleted", n), zap.Duration("before", d))
+		c.logger.Info("console: dead letters purged", zap.Int64("deleted", n), zap.Duration("before", d))
 	}
 	render(w, actionTmpl, res)
 }
 
 // hubAction deletes or resets a hub, as stb hub delete|reset does; the
 // name must be typed twice.
-func (b *Bridge) hubAction(w http.ResponseWriter, r *http.Request) {
-	if !b.checkAction(w, r) {
+func (c *Console) hubAction(w http.ResponseWriter, r *http.Request) {
+	if !c.checkAction(w, r) {
 		return
 	}
 	hub, action := r.PostForm.Get("name"), db.HubAction(r.PostForm.Get("action"))
@@ -169,13 +157,13 @@ func (b *Bridge) hubAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
-	out, err := db.ApplyHubRequest(ctx, b.controlPool, db.HubRequest{
-		Hub: hub, Action: action, RequestedBy: "console", Types: dbsyncers.AllTypeNames(),
+	out, err := db.ApplyHubRequest(ctx, c.pool, db.HubRequest{
+		Hub: hub, Action: action, RequestedBy: "console", Types: c.types,
 	})
 	res.Err = err
 	if err == nil {
 		res.Lines = []string{out.Describe(hub, action)}
-		b.logger.Info("console: hub request", zap.String("hub", hub), zap.String("action", string(action)), zap.Int64("request", out.ID))
+		c.logger.Info("console: hub request", zap.String("hub", hub), zap.String("action", string(action)), zap.Int64("request", out.ID))
 	}
 	render(w, actionTmpl, res)
 }

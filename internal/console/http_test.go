@@ -1,4 +1,4 @@
-package bridge
+package console
 
 import (
 	"bytes"
@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -27,30 +26,9 @@ func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
 	return rec.Code, string(body)
 }
 
-// The public listener (--http-addr, all interfaces in a pod) serves
-// metrics and probes and nothing else: /debug/pprof/cmdline there
-// returned the whole command line, database password and sasl.password
-// included.
-func TestPublicListenerServesOnlyMetricsAndProbes(t *testing.T) {
-	b := &Bridge{registry: prometheus.NewRegistry()}
-	h := b.publicRoutes()
-	if code, _ := get(t, h, "/metrics", ""); code != http.StatusOK {
-		t.Fatalf("/metrics: %d", code)
-	}
-	if code, body := get(t, h, "/healthz", ""); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
-		t.Fatalf("/healthz: %d %q", code, body)
-	}
-	for _, path := range []string{"/", "/debug/units", "/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
-		if code, _ := get(t, h, path, ""); code != http.StatusNotFound {
-			t.Errorf("public %s: %d, want 404", path, code)
-		}
-	}
-}
-
 // The admin listener serves pprof, but never the command line.
 func TestAdminListenerHasNoCommandLine(t *testing.T) {
-	b := &Bridge{registry: prometheus.NewRegistry()}
-	h := b.adminRoutes()
+	h := New(Deps{}).Handler()
 	if code, _ := get(t, h, "/debug/pprof/cmdline", ""); code != http.StatusNotFound {
 		t.Fatalf("/debug/pprof/cmdline: %d, want 404", code)
 	}
@@ -89,7 +67,7 @@ func TestConsoleEscapesNames(t *testing.T) {
 		data any
 	}{
 		"overview": {overviewTmpl, map[string]any{"Q": hostile, "Found": []string{hostile},
-			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile}}, Partitions: []PartitionStats{{Topic: img}}}}},
+			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile}}, Partitions: []committer.PartitionStats{{Topic: img}}}}},
 		"hub": {hubTmpl, map[string]any{"Q": "", "Hub": hostile, "Letters": []deadletter.Row{letter},
 			"Unit": conflation.UnitState{Hub: hostile, Types: []conflation.TypeState{{Type: img, Waiting: hostile, LastError: img}}}}},
 		"dead letters": {deadLettersTmpl, map[string]any{"Q": "", "Reason": hostile, "Letters": []deadletter.Row{letter},
@@ -109,13 +87,5 @@ func TestConsoleEscapesNames(t *testing.T) {
 		if !strings.Contains(page, "&lt;script&gt;alert") {
 			t.Errorf("%s page does not show the hub's name as text", name)
 		}
-	}
-}
-
-func TestAdminAddrMustDifferFromHTTPAddr(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.AdminAddr = cfg.HTTPAddr
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--admin-addr") {
-		t.Fatalf("Validate: %v", err)
 	}
 }

@@ -20,6 +20,9 @@ import (
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/internal/console"
+	"github.com/stbridge/stb/internal/hubs"
+	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -38,9 +41,6 @@ type Deps struct {
 	// Registry receives every metric and is served on /metrics; nil makes
 	// a fresh one (with the Go and process collectors).
 	Registry *prometheus.Registry
-	// Replayer backs the console's replay buttons; nil shows the command
-	// line instead.
-	Replayer Replayer
 }
 
 // Bridge is the whole pipeline, wired: reader → conflation → dispatcher →
@@ -64,17 +64,14 @@ type Bridge struct {
 	// globalHub is the global-hub profile's state; nil without it.
 	globalHub *transport.GlobalHub
 
-	// overview caches the console's pass over every unit.
-	overview overviewCache
+	// readiness says what /readyz and the console report.
+	readiness readiness
 	// hubs applies hub deletes and resets and sweeps hub states.
-	hubs *hubLifecycle
+	hubs *hubs.Lifecycle
 	// resyncs sends resync requests; nil without --resync-topic.
 	resyncs *resyncPublisher
 	// memory gives evicted units' memory back to the system.
 	memory memoryReleaser
-	// replayer and csrf serve the console's actions.
-	replayer Replayer
-	csrf     string
 
 	closing atomic.Bool
 }
@@ -86,7 +83,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry, replayer: deps.Replayer, csrf: newCSRFToken()}
+	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry}
 	if b.logger == nil {
 		b.logger = zap.NewNop()
 	}
@@ -108,14 +105,14 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		}
 		logger.Info("database schema ready", zap.Int32("from", from), zap.Int32("to", to))
 	}
-	if b.workPool, err = db.Connect(ctx, cfg.DatabaseURL, int32(cfg.DBPoolSize)); err != nil {
+	if b.workPool, err = db.Connect(ctx, cfg.DatabaseURL, int32(cfg.Dispatcher.Workers)); err != nil {
 		return nil, err
 	}
 	if b.controlPool, err = db.Connect(ctx, cfg.DatabaseURL, controlPoolSize); err != nil {
 		return nil, err
 	}
 
-	reg, gh, err := cfg.Registry()
+	reg, gh, err := cfg.registry()
 	if err != nil {
 		return nil, err
 	}
@@ -128,20 +125,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		}
 		onResync = b.resyncs.send
 	}
-	b.manager, err = conflation.NewManager(conflation.Config{
-		Types:             reg.Types(),
-		Merge:             reg.Mergers(),
-		MaxDeltaBytes:     int(cfg.MaxDeltaBytes),
-		DependencyTimeout: cfg.DependencyTimeout,
-		IdleTimeout:       cfg.UnitIdleTimeout,
-		OnEvict:           b.memory.evicted,
-		ResyncAfter:       cfg.ResyncAfter,
-		ResyncInterval:    cfg.ResyncInterval,
-		OnResync:          onResync,
-		NoConflation:      !cfg.Conflation,
-		Registerer:        b.registry,
-	})
-	if err != nil {
+	mcfg := cfg.Conflation
+	mcfg.Types, mcfg.Merge = reg.Types(), reg.Mergers()
+	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
+	if b.manager, err = conflation.NewManager(mcfg); err != nil {
 		return nil, err
 	}
 	// Requests made from now on are applied by the hub lifecycle; those
@@ -150,7 +137,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.hubs = newHubLifecycle(b, lastRequest, dbsyncers.AllTypeNames())
+	b.hubs, err = hubs.New(cfg.Hubs, hubs.Deps{
+		Pool: b.controlPool, DatabaseURL: cfg.DatabaseURL, Memory: memory{b.manager, b.globalHub},
+		After: lastRequest, Types: dbsyncers.AllTypeNames(), Logger: logger.Named("hubs"), Registerer: b.registry,
+	})
+	if err != nil {
+		return nil, err
+	}
 	n, err := b.restoreVersions(ctx)
 	if err != nil {
 		return nil, err
@@ -164,24 +157,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	// The owner id tells this process's claims on status.transport rows
 	// from those of other replicas and of its own earlier runs.
 	store := committer.NewPGStore(b.controlPool, ownerID())
-	ccfg := committer.DefaultConfig()
-	ccfg.Interval = cfg.CommitInterval
-	b.committer, err = committer.New(ccfg, committer.Deps{Store: store, Logger: logger.Named("committer"), Registerer: b.registry})
+	b.committer, err = committer.New(cfg.Committer, committer.Deps{Store: store, Logger: logger.Named("committer"), Registerer: b.registry})
 	if err != nil {
 		return nil, err
 	}
-	b.reader, err = transport.NewReader(transport.Config{
-		Brokers:          cfg.KafkaBrokers,
-		GroupID:          cfg.KafkaGroupID,
-		Topics:           cfg.KafkaTopics,
-		TypePrefix:       cfg.TypePrefix,
-		AutoOffsetReset:  cfg.AutoOffsetReset,
-		VerifySource:     cfg.VerifySource,
-		MaxBundleBytes:   int(cfg.MaxBundleBytes),
-		MaxBufferedBytes: cfg.MaxBufferedBytes,
-		Properties:       cfg.KafkaProperties,
-	}, transport.Deps{
-		Decoder:   registryDecoder{reg},
+	b.reader, err = transport.NewReader(cfg.Reader, transport.Deps{
+		Decoder:   reg,
 		Sink:      b.manager,
 		Positions: positions{b.committer},
 		Offsets:   offsets{store},
@@ -203,10 +184,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dcfg := dispatcher.DefaultConfig(cfg.DBPoolSize)
-	dcfg.JobTimeout = cfg.JobTimeout
-	dcfg.BatchWait = cfg.BatchWait
-	if !cfg.Conflation {
+	dcfg := cfg.Dispatcher
+	if cfg.Conflation.NoConflation {
 		// The baseline is a per-record sink: one transaction per message.
 		dcfg.BatchJobs, dcfg.BatchWait = 1, 0
 	}
@@ -217,6 +196,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
+	b.readiness = readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher}
 	var token string
 	if cfg.AdminTokenFile != "" {
 		raw, err := os.ReadFile(cfg.AdminTokenFile)
@@ -233,7 +213,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		handler    http.Handler
 	}{
 		{"http", cfg.HTTPAddr, b.publicRoutes()},
-		{"admin", cfg.AdminAddr, requireToken(token, b.adminRoutes())},
+		{"admin", cfg.AdminAddr, b.console(token).Handler()},
 	} {
 		if l.addr == "" {
 			continue
@@ -317,12 +297,38 @@ func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
 // restore records stored versions in the conflation units and, with the
 // global-hub profile, the agents' runs they belong to.
 func (b *Bridge) restore(versions []db.StoredVersion) {
+	memory{b.manager, b.globalHub}.Restore(versions)
+}
+
+// memory is what a hub delete or reset changes in the bridge's memory
+// (hubs.Memory): the conflation units and the global-hub profile's runs.
+type memory struct {
+	manager   *conflation.Manager
+	globalHub *transport.GlobalHub // nil without the profile
+}
+
+// ForgetHub drops the hub's unit and versions.
+func (m memory) ForgetHub(hub string) { m.manager.ForgetHub(hub) }
+
+// Restore records stored versions as processed.
+func (m memory) Restore(versions []db.StoredVersion) {
 	for _, v := range versions {
-		b.manager.Restore(v.Hub, v.Type, v.Version)
-		if b.globalHub != nil {
-			b.globalHub.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
+		m.manager.Restore(v.Hub, v.Type, v.Version)
+		if m.globalHub != nil {
+			m.globalHub.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
 		}
 	}
+}
+
+// console returns the operator's console of the bridge: its replay
+// buttons decode and fetch as the bridge's reader does.
+func (b *Bridge) console(token string) *console.Console {
+	rcfg := replay.DefaultConfig()
+	rcfg.Reader, rcfg.Profiles = b.cfg.Reader, b.cfg.Profiles
+	return console.New(console.Deps{
+		Units: b.manager, Partitions: b.committer, Readiness: b.readiness, HubStates: b.hubs,
+		Pool: b.controlPool, Replay: &rcfg, Types: dbsyncers.AllTypeNames(), Token: token, Logger: b.logger,
+	})
 }
 
 // ownerID returns an id for this process among the bridges sharing a

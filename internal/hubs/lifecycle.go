@@ -1,12 +1,14 @@
-package bridge
+package hubs
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -23,12 +25,74 @@ const (
 	listenRetryAfter = 5 * time.Second
 )
 
-// hubLifecycle applies hub deletes and resets to what this bridge holds,
-// marks hubs inactive, deletes them after --hub-delete-after, and counts
+// Config is the hub lifecycle's timing. Start from DefaultConfig.
+type Config struct {
+	// InactiveAfter marks a hub inactive in status.hubs when no heartbeat
+	// of it was received for that long; 0 never does.
+	InactiveAfter time.Duration
+	// DeleteAfter deletes a hub (as stb hub delete does) that has been
+	// inactive for that long; 0, the default, never does.
+	DeleteAfter time.Duration
+}
+
+// DefaultInactiveAfter is Config.InactiveAfter by default.
+const DefaultInactiveAfter = 5 * time.Minute
+
+// DefaultConfig marks hubs inactive after DefaultInactiveAfter and never
+// deletes them.
+func DefaultConfig() Config { return Config{InactiveAfter: DefaultInactiveAfter} }
+
+// Validate checks the configuration; it changes nothing.
+func (c Config) Validate() error {
+	if c.InactiveAfter < 0 || c.DeleteAfter < 0 {
+		return errors.New("hubs: inactive-after and delete-after must not be negative")
+	}
+	if c.DeleteAfter > 0 && c.InactiveAfter == 0 {
+		return errors.New("hubs: delete-after needs inactive-after: only inactive hubs are deleted")
+	}
+	return nil
+}
+
+// Memory is what the lifecycle changes in a bridge's memory when a hub
+// is deleted or reset: the conflation units and the global-hub profile's
+// runs.
+type Memory interface {
+	// ForgetHub drops everything held of the hub.
+	ForgetHub(hub string)
+	// Restore records versions stored in the database as processed;
+	// it only moves versions forward.
+	Restore(versions []db.StoredVersion)
+}
+
+// Deps are the lifecycle's collaborators.
+type Deps struct {
+	// Pool is the database; DatabaseURL opens the connection that
+	// listens for announced requests.
+	Pool        *pgxpool.Pool
+	DatabaseURL string
+	// Memory is what a request drops and restores.
+	Memory Memory
+	// After is the newest request already applied (db.LastHubRequest,
+	// read before the versions were loaded).
+	After int64
+	// Types are the bundle types a delete leaves tombstones for.
+	Types []string
+	// Logger; nil logs nothing.
+	Logger *zap.Logger
+	// Registerer receives the hub metrics; required.
+	Registerer prometheus.Registerer
+}
+
+// Lifecycle applies hub deletes and resets to what a bridge holds,
+// marks hubs inactive, deletes them after Config.DeleteAfter, and counts
 // hubs by state (README "Hub lifecycle"). One goroutine runs it; every
 // replica runs one: marking and deleting are idempotent.
-type hubLifecycle struct {
-	b *Bridge
+type Lifecycle struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	url    string
+	memory Memory
+	logger *zap.Logger
 	// after is the newest request applied; the requests after it are
 	// read when one is announced, and every hubRequestPoll.
 	after int64
@@ -38,22 +102,27 @@ type hubLifecycle struct {
 	// types are the bundle types a delete leaves tombstones for.
 	types []string
 
-	states  atomic.Pointer[hubCounts]
+	states  atomic.Pointer[Counts]
 	applied *prometheus.CounterVec
 	marked  prometheus.Counter
 	deleted prometheus.Counter
 }
 
-// hubCounts are the hubs by state and when they were counted (zero
-// before the first sweep).
-type hubCounts struct {
+// Counts are the hubs by state and when they were counted (zero before
+// the first sweep).
+type Counts struct {
 	db.HubStates
 	At time.Time
 }
 
-func newHubLifecycle(b *Bridge, after int64, types []string) *hubLifecycle {
-	h := &hubLifecycle{
-		b: b, after: after, types: types,
+// New returns a lifecycle; nothing runs before Run.
+func New(cfg Config, deps Deps) (*Lifecycle, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := &Lifecycle{
+		cfg: cfg, pool: deps.Pool, url: deps.DatabaseURL, memory: deps.Memory, logger: deps.Logger,
+		after: deps.After, types: deps.Types,
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "hubs", Name: "requests_applied_total",
 			Help: "Hub deletes and resets (stb hub delete|reset, --hub-delete-after) whose hub this bridge dropped from memory, by action.",
@@ -71,23 +140,30 @@ func newHubLifecycle(b *Bridge, after int64, types []string) *hubLifecycle {
 		Namespace: "stb", Name: "hubs",
 		Help: "Hubs in status.hubs by state (active, inactive, deleted), as counted at the last sweep; every replica reports the same figures, so aggregate with max.",
 	}, []string{"state"})
-	h.states.Store(&hubCounts{})
-	b.registry.MustRegister(h.applied, h.marked, h.deleted, hubStatesCollector{h, byState})
+	if h.logger == nil {
+		h.logger = zap.NewNop()
+	}
+	h.states.Store(&Counts{})
+	for _, c := range []prometheus.Collector{h.applied, h.marked, h.deleted, statesCollector{h, byState}} {
+		if err := deps.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("hubs: register metrics: %w", err)
+		}
+	}
 	for _, a := range []db.HubAction{db.DeleteHub, db.ResetHub} {
 		h.applied.WithLabelValues(string(a))
 	}
-	return h
+	return h, nil
 }
 
-// hubStatesCollector serves stb_hubs from the last sweep's counts.
-type hubStatesCollector struct {
-	h   *hubLifecycle
+// statesCollector serves stb_hubs from the last sweep's counts.
+type statesCollector struct {
+	h   *Lifecycle
 	vec *prometheus.GaugeVec
 }
 
-func (c hubStatesCollector) Describe(ch chan<- *prometheus.Desc) { c.vec.Describe(ch) }
+func (c statesCollector) Describe(ch chan<- *prometheus.Desc) { c.vec.Describe(ch) }
 
-func (c hubStatesCollector) Collect(ch chan<- prometheus.Metric) {
+func (c statesCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.h.states.Load()
 	c.vec.WithLabelValues("active").Set(float64(s.Active))
 	c.vec.WithLabelValues("inactive").Set(float64(s.Inactive))
@@ -96,23 +172,23 @@ func (c hubStatesCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Counts returns the hub counts of the last sweep.
-func (h *hubLifecycle) Counts() hubCounts { return *h.states.Load() }
+func (h *Lifecycle) Counts() Counts { return *h.states.Load() }
 
-func (h *hubLifecycle) sweepInterval() time.Duration {
-	return min(max(h.b.cfg.HubInactiveAfter/10, minHubSweep), maxHubSweep)
+func (h *Lifecycle) sweepInterval() time.Duration {
+	return min(max(h.cfg.InactiveAfter/10, minHubSweep), maxHubSweep)
 }
 
 // Run applies requests as they are announced (LISTEN) or found (polling,
 // should a notification be missed or the listening connection down) and
 // sweeps hub states, until ctx ends. Failures are logged and retried: a
 // database outage must not stop the bridge, which has its own checks.
-func (h *hubLifecycle) Run(ctx context.Context) error {
+func (h *Lifecycle) Run(ctx context.Context) error {
 	var (
 		conn        *pgx.Conn
 		nextListen  time.Time
 		nextSweep   time.Time
 		nextPoll    time.Time
-		logger      = h.b.logger.Named("hubs")
+		logger      = h.logger
 		listenError error
 	)
 	defer func() {
@@ -172,10 +248,10 @@ func (h *hubLifecycle) Run(ctx context.Context) error {
 	return nil
 }
 
-func (h *hubLifecycle) listen(ctx context.Context) (*pgx.Conn, error) {
+func (h *Lifecycle) listen(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, h.b.cfg.DatabaseURL)
+	conn, err := pgx.Connect(cctx, h.url)
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +274,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // applyRequests drops from memory each hub deleted or reset since the last
 // request applied, and restores what the database now holds for it: a
 // delete's tombstones, nothing after a reset.
-func (h *hubLifecycle) applyRequests(ctx context.Context) error {
-	reqs, err := db.HubRequestsAfter(ctx, h.b.controlPool, h.after)
+func (h *Lifecycle) applyRequests(ctx context.Context) error {
+	reqs, err := db.HubRequestsAfter(ctx, h.pool, h.after)
 	if err != nil {
 		return err
 	}
@@ -212,64 +288,64 @@ func (h *hubLifecycle) applyRequests(ctx context.Context) error {
 	return nil
 }
 
-func (h *hubLifecycle) apply(ctx context.Context, r db.HubRequestRecord) error {
+func (h *Lifecycle) apply(ctx context.Context, r db.HubRequestRecord) error {
 	// Forget first, then load: a bundle of the hub written meanwhile (its
 	// newer incarnation coming back) is then in what is loaded, and
 	// restoring only moves versions forward.
 	// A retry after a failed load must not forget again what the hub sent
 	// since: that is not what was deleted.
 	if r.ID > h.forgotten {
-		h.b.manager.ForgetHub(r.Hub)
+		h.memory.ForgetHub(r.Hub)
 		h.forgotten = r.ID
 	}
-	versions, err := db.LoadHubVersions(ctx, h.b.controlPool, r.Hub)
+	versions, err := db.LoadHubVersions(ctx, h.pool, r.Hub)
 	if err != nil {
 		return err
 	}
-	h.b.restore(versions)
+	h.memory.Restore(versions)
 	h.applied.WithLabelValues(string(r.Action)).Inc()
-	h.b.logger.Info("hub dropped from memory", zap.String("hub", r.Hub), zap.String("action", string(r.Action)),
+	h.logger.Info("hub dropped from memory", zap.String("hub", r.Hub), zap.String("action", string(r.Action)),
 		zap.Int64("request", r.ID), zap.Int("versions_restored", len(versions)))
 	return nil
 }
 
 // sweep marks hubs inactive, deletes those inactive for
 // --hub-delete-after, and counts hubs by state.
-func (h *hubLifecycle) sweep(ctx context.Context) error {
-	cfg := h.b.cfg
-	if cfg.HubInactiveAfter > 0 {
-		n, err := db.MarkInactiveHubs(ctx, h.b.controlPool, cfg.HubInactiveAfter)
+func (h *Lifecycle) sweep(ctx context.Context) error {
+	cfg := h.cfg
+	if cfg.InactiveAfter > 0 {
+		n, err := db.MarkInactiveHubs(ctx, h.pool, cfg.InactiveAfter)
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			h.marked.Add(float64(n))
-			h.b.logger.Info("hubs marked inactive", zap.Int64("hubs", n), zap.Duration("no_heartbeat_for", cfg.HubInactiveAfter))
+			h.logger.Info("hubs marked inactive", zap.Int64("hubs", n), zap.Duration("no_heartbeat_for", cfg.InactiveAfter))
 		}
 	}
-	if cfg.HubDeleteAfter > 0 {
-		hubs, err := db.HubsInactiveFor(ctx, h.b.controlPool, cfg.HubDeleteAfter)
+	if cfg.DeleteAfter > 0 {
+		hubs, err := db.HubsInactiveFor(ctx, h.pool, cfg.DeleteAfter)
 		if err != nil {
 			return err
 		}
 		for _, hub := range hubs {
-			res, err := db.ApplyHubRequest(ctx, h.b.controlPool, db.HubRequest{
-				Hub: hub, Action: db.DeleteHub, RequestedBy: "--hub-delete-after", Types: h.types, InactiveFor: cfg.HubDeleteAfter,
+			res, err := db.ApplyHubRequest(ctx, h.pool, db.HubRequest{
+				Hub: hub, Action: db.DeleteHub, RequestedBy: "--hub-delete-after", Types: h.types, InactiveFor: cfg.DeleteAfter,
 			})
 			if err != nil {
 				return err
 			}
 			if !res.Skipped {
 				h.deleted.Inc()
-				h.b.logger.Info("inactive hub deleted", zap.String("hub", hub), zap.Int64("rows_removed", res.Removed),
-					zap.Uint64("tombstone_incarnation", res.Tombstone), zap.Duration("inactive_for_at_least", cfg.HubDeleteAfter))
+				h.logger.Info("inactive hub deleted", zap.String("hub", hub), zap.Int64("rows_removed", res.Removed),
+					zap.Uint64("tombstone_incarnation", res.Tombstone), zap.Duration("inactive_for_at_least", cfg.DeleteAfter))
 			}
 		}
 	}
-	s, err := db.CountHubStates(ctx, h.b.controlPool)
+	s, err := db.CountHubStates(ctx, h.pool)
 	if err != nil {
 		return err
 	}
-	h.states.Store(&hubCounts{HubStates: s, At: time.Now()})
+	h.states.Store(&Counts{HubStates: s, At: time.Now()})
 	return nil
 }

@@ -1,0 +1,19 @@
+// Package replay re-drives stored dead letters (`stb deadletters replay`):
+// each letter's event is decoded again and written through the same
+// version fence and handlers as the bridge's, so that a replay can never
+// take the database backwards. The event comes from Kafka, at the letter's
+// origin, while the topic still holds it (the exact bytes, whatever their
+// size); else from the copy stored with a read-side letter, when that copy
+// is whole.
+//
+// Replay depends on what the bridge is made of, never on the bridge: the
+// bundle types, decoders and profiles of dbsyncers, the reader's decoding
+// rules (transport.Config.Rules) and conflation's dependency rule
+// (conflation.CheckDependency), so that the console of a running bridge
+// and `stb deadletters replay` both call Run.
+//
+// Shape: one transaction per letter (pgx.Tx, rolled back for a dry run or
+// a failure), the same version fence as the dispatcher's, and errors that
+// say whether the letter or the system failed, as the dispatcher decides
+// retries (dispatcher.Classify).
+package replay
