@@ -197,7 +197,7 @@ type plannedGroup struct {
 	frames    []int64 // startFrames of the group
 	size      int
 	equal     bool // the type takes equal versions
-	pipelined bool  // write has no stage: its statements join a batch
+	pipelined bool // write has no stage: its statements join a batch
 	write     Write
 }
 
