@@ -23,9 +23,46 @@ type roundTrips struct {
 	exec, query, queryRow, batch, copy, begin int
 }
 
+// Begin counts the BEGIN (a SAVEPOINT in a transaction) and returns the
+// transaction counting what is sent through it here too.
 func (c *roundTrips) Begin(ctx context.Context) (pgx.Tx, error) {
 	c.begin++
-	return c.Conn.Begin(ctx)
+	tx, err := c.Conn.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countedTx{Tx: tx, rt: c}, nil
+}
+
+// countedTx is a transaction begun through roundTrips, counting there.
+type countedTx struct {
+	pgx.Tx
+	rt *roundTrips
+}
+
+func (t *countedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	t.rt.exec++
+	return t.Tx.Exec(ctx, sql, args...)
+}
+
+func (t *countedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	t.rt.query++
+	return t.Tx.Query(ctx, sql, args...)
+}
+
+func (t *countedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	t.rt.queryRow++
+	return t.Tx.QueryRow(ctx, sql, args...)
+}
+
+func (t *countedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	t.rt.batch++
+	return t.Tx.SendBatch(ctx, b)
+}
+
+func (t *countedTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	t.rt.copy++
+	return t.Tx.CopyFrom(ctx, table, columns, src)
 }
 
 func (c *roundTrips) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -55,23 +92,23 @@ func (c *roundTrips) CopyFrom(ctx context.Context, table pgx.Identifier, columns
 
 func (c *roundTrips) total() int { return c.exec + c.query + c.queryRow + c.batch + c.copy + c.begin }
 
-// applyBatch runs applyInTx in a transaction of its own and returns what
-// it sent.
-func applyBatch(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([]bool, *roundTrips, error) {
+// writeInTx runs Write in a transaction of the caller's and returns what
+// it sent, in the savepoint it began too, if it began one.
+func writeInTx(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([]bool, *roundTrips, error) {
 	t.Helper()
 	var applied []bool
 	var rt *roundTrips
 	err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 		rt = &roundTrips{Conn: tx}
 		var err error
-		applied, err = Default().applyInTx(t.Context(), rt, groups)
+		applied, err = Default().Write(t.Context(), rt, groups)
 		return err
 	})
 	return applied, rt, err
 }
 
-// write runs Write on the pool and returns what it sent outside the
-// transaction it began, if it began one.
+// write runs Write on the pool and returns what it sent, in the
+// transaction it began too, if it began one.
 func write(t testing.TB, pool *pgxpool.Pool, groups ...[]*bundle.Bundle) ([]bool, *roundTrips, error) {
 	t.Helper()
 	rt := &roundTrips{Conn: pool}
@@ -156,7 +193,7 @@ func TestWriteStale(t *testing.T) {
 	for _, way := range []struct {
 		name  string
 		write func(testing.TB, *pgxpool.Pool, ...[]*bundle.Bundle) ([]bool, *roundTrips, error)
-	}{{"Write", write}, {"applyInTx in a transaction", applyBatch}} {
+	}{{"Write", write}, {"Write in the caller's transaction", writeInTx}} {
 		for _, order := range [][2]string{{"hub-new", "hub-fresh"}, {"hub-fresh", "hub-new"}} {
 			groups := make([][]*bundle.Bundle, 2)
 			for i, hub := range order {
@@ -206,13 +243,13 @@ func TestApplyBatchStagedAlone(t *testing.T) {
 		return []*bundle.Bundle{newBundle("hub-big", "clusterspolicies", bundle.Version{Incarnation: 1, Generation: gen}, p)}
 	}
 	// In order: the small placement, then the big one over it.
-	if applied, _, err := applyBatch(t, pool, small(1), big(2)); err != nil || !applied[0] || !applied[1] {
+	if applied, _, err := writeInTx(t, pool, small(1), big(2)); err != nil || !applied[0] || !applied[1] {
 		t.Fatalf("small then big of one hub: applied %v, err %v", applied, err)
 	}
 	if got := readCompliance(t, pool, "hub-big"); len(got) != len(clusters) {
 		t.Fatalf("small then big: %d placements, want the big one's %d", len(got), len(clusters))
 	}
-	applied, rt, err := applyBatch(t, pool, big(3), []*bundle.Bundle{heartbeatAt("hub-small", 1)})
+	applied, rt, err := writeInTx(t, pool, big(3), []*bundle.Bundle{heartbeatAt("hub-small", 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,19 +263,20 @@ func TestApplyBatchStagedAlone(t *testing.T) {
 	if got := readCompliance(t, pool, "hub-big"); len(got) != len(clusters) {
 		t.Fatalf("%d placements written, want %d", len(got), len(clusters))
 	}
-	applied, rt, err = applyBatch(t, pool, big(2))
+	applied, rt, err = writeInTx(t, pool, big(2))
 	if err != nil || applied[0] {
 		t.Fatalf("older big bundle: applied %v, err %v; want not applied", applied, err)
 	}
-	if rt.total() != 1 {
-		t.Fatalf("older big bundle sent %+v: want only its fence", *rt)
+	if rt.queryRow != 1 || rt.total() != 2 {
+		t.Fatalf("older big bundle sent %+v: want only its fence, in the savepoint Write began", *rt)
 	}
 	// Write begins a transaction for a batch that cannot go as one.
 	applied, rt, err = write(t, pool, big(4), []*bundle.Bundle{heartbeatAt("hub-small", 2)})
 	if err != nil || !applied[0] || !applied[1] {
 		t.Fatalf("Write of a staged bundle and a heartbeat: applied %v, err %v", applied, err)
 	}
-	if rt.begin != 1 || rt.total() != 1 {
-		t.Fatalf("Write of a staged bundle sent %+v outside its transaction, want one BEGIN", *rt)
+	// One BEGIN, and in it what the caller's transaction saw above.
+	if rt.begin != 1 || rt.batch != 2 || rt.queryRow != 1 || rt.exec != 1 || rt.copy != 1 {
+		t.Fatalf("Write of a staged bundle sent %+v, want one BEGIN, then 2 batches, 1 fence alone, 1 create and 1 copy", *rt)
 	}
 }

@@ -32,7 +32,7 @@ type ComplianceDeltaPayload struct {
 
 // ComplianceDelta returns the syncer of "compliancedelta" bundles: the
 // compliance changes of a hub since its compliance bundle at exactly the
-// delta's base version (extdependencyversion). Deltas come to Handle as
+// delta's base version (extdependencyversion). Deltas come to Plan as
 // one ordered group on one base; Merge folds them together when a hub's
 // waiting deltas grow too large.
 func ComplianceDelta() Syncer {

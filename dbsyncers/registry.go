@@ -24,29 +24,24 @@ type DB interface {
 // Syncer is everything the bridge knows about one bundle type.
 type Syncer struct {
 	bundle.TypeInfo
-	// Decode turns the event data into the payload handed to Handle. An
+	// Decode turns the event data into the payload handed to Plan. An
 	// error means the bundle can never be applied (a dead letter).
 	Decode func(data []byte) (any, error)
-	// Handle writes the bundles of one hub to the database. Complete and
-	// stream bundles come one at a time; deltas come as one ordered group.
-	// Set either Handle or Plan.
-	Handle func(ctx context.Context, db DB, bundles []*bundle.Bundle) error
-	// Plan says how to write the bundles, without writing: Registry.Apply
-	// runs the plan, Write sends its statements with the version
-	// fence in one round trip.
+	// Plan says how to write the bundles of one hub, without writing:
+	// complete and stream bundles come one at a time, deltas as one
+	// ordered group. Registry.Apply runs the plan; Registry.Write sends
+	// the statements of a plan without a stage with the version fence in
+	// one round trip.
 	Plan func(bundles []*bundle.Bundle) (Write, error)
 	// Merge, optional and only for delta types, folds a newer delta payload
 	// into an older one, later winning, so that a conflation unit can hold
 	// a hub's many waiting deltas as one (conflation.MergeFunc). It must
-	// not modify newer, and the result must be a payload Handle takes.
+	// not modify newer, and the result must be a payload Plan takes.
 	Merge func(older, newer any) any
 }
 
-// write writes bundles with the syncer's plan or handler.
+// write writes bundles with the syncer's plan.
 func (s *Syncer) write(ctx context.Context, db DB, bundles []*bundle.Bundle) error {
-	if s.Plan == nil {
-		return s.Handle(ctx, db, bundles)
-	}
 	w, err := s.Plan(bundles)
 	if err != nil {
 		return err
@@ -94,8 +89,8 @@ func Default() *Registry {
 
 // Register adds s after the syncers already registered.
 func (r *Registry) Register(s Syncer) error {
-	if s.Name == "" || s.Decode == nil || (s.Handle == nil) == (s.Plan == nil) {
-		return fmt.Errorf("syncer %q: name, decoder and one of handler and plan are required", s.Name)
+	if s.Name == "" || s.Decode == nil || s.Plan == nil {
+		return fmt.Errorf("syncer %q: name, decoder and plan are required", s.Name)
 	}
 	if s.Merge != nil && s.Kind != bundle.Delta {
 		return fmt.Errorf("syncer %q: only delta types merge, this one is %v", s.Name, s.Kind)

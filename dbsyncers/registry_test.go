@@ -1,7 +1,6 @@
 package dbsyncers
 
 import (
-	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -14,17 +13,15 @@ func fakeSyncer(name string, rule bundle.Rule, dependsOn string) Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: name, Kind: bundle.Complete, Rule: rule, DependsOn: dependsOn},
 		Decode:   func([]byte) (any, error) { return nil, nil },
-		Handle:   func(context.Context, DB, []*bundle.Bundle) error { return nil },
+		Plan:     func([]*bundle.Bundle) (Write, error) { return Write{}, nil },
 	}
 }
 
 func TestNewRegistry(t *testing.T) {
-	noHandler := fakeSyncer("c", bundle.NoDependency, "")
-	noHandler.Handle = nil
-	planned := fakeSyncer("c", bundle.NoDependency, "")
-	planned.Handle, planned.Plan = nil, func([]*bundle.Bundle) (Write, error) { return Write{}, nil }
-	both := fakeSyncer("c", bundle.NoDependency, "")
-	both.Plan = planned.Plan
+	noPlan := fakeSyncer("c", bundle.NoDependency, "")
+	noPlan.Plan = nil
+	noDecoder := fakeSyncer("c", bundle.NoDependency, "")
+	noDecoder.Decode = nil
 	tests := []struct {
 		name    string
 		syncers []Syncer
@@ -46,9 +43,8 @@ func TestNewRegistry(t *testing.T) {
 			fakeSyncer("b", bundle.Exactly, "a"),
 			fakeSyncer("a", bundle.NoDependency, ""),
 		}, true, nil},
-		{"missing handler", []Syncer{noHandler}, true, nil},
-		{"plan instead of handler", []Syncer{planned}, false, nil},
-		{"both plan and handler", []Syncer{both}, true, nil},
+		{"missing plan", []Syncer{noPlan}, true, nil},
+		{"missing decoder", []Syncer{noDecoder}, true, nil},
 		{"missing name", []Syncer{fakeSyncer("", bundle.NoDependency, "")}, true, nil},
 	}
 	for _, tt := range tests {
@@ -84,7 +80,7 @@ func TestDefaultRegistry(t *testing.T) {
 	}
 	for _, ti := range want {
 		s, ok := r.Lookup(ti.Name)
-		if !ok || s.Decode == nil || (s.Handle == nil && s.Plan == nil) {
+		if !ok || s.Decode == nil || s.Plan == nil {
 			t.Errorf("%s: registered %v, with decoder and handler", ti.Name, ok)
 		}
 	}

@@ -168,7 +168,9 @@ type Conn interface {
 // go out as one batch outside any explicit transaction: PostgreSQL runs a
 // pipeline up to its Sync as one implicit transaction, so the batch
 // commits or rolls back whole, in one round trip, without BEGIN or COMMIT.
-// Otherwise applyInTx runs in a transaction begun on conn.
+// Otherwise they are written in a transaction begun on conn: consecutive
+// pipelined groups still as batches, each staged one on its own, fence
+// first (applyPlanned).
 func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bundle) (applied []bool, err error) {
 	ws, err := r.plan(groups)
 	if err != nil {
@@ -187,38 +189,16 @@ func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bund
 	return applied, nil
 }
 
-// applyInTx writes groups of bundles, each as Apply takes them, in
-// order, through db, which should be the worker's transaction, and returns
-// which were applied.
-//
-// Consecutive groups whose syncer has a Plan without a stage go out as one
-// pipelined batch (up to pipelineBytes of payload): each one's version
-// fence followed by its statements, all in one round trip. The statements
-// are sent before the fence's answer is known, so a fence that refuses its
-// bundle (rare once conflation has dropped what the database already
-// holds) fails, which aborts the transaction: applyInTx returns ErrStale
-// and the caller rolls back. Any other group (a staged bundle, a syncer
-// with only a Handle) is written on its own, as Apply does, after the
-// batch before it.
-func (r *Registry) applyInTx(ctx context.Context, db DB, groups [][]*bundle.Bundle) (applied []bool, err error) {
-	ws, err := r.plan(groups)
-	if err != nil {
-		return nil, err
-	}
-	return applyPlanned(ctx, db, ws)
-}
-
 // plannedGroup is a group ready to be written: its last bundle, which the
-// fence takes, and either its write (pipelined: no stage) or how to write
-// it on its own.
+// fence takes, and its write: pipelined when it has no stage, else
+// written on its own.
 type plannedGroup struct {
 	last      *bundle.Bundle
 	frames    []int64 // startFrames of the group
 	size      int
 	equal     bool // the type takes equal versions
-	pipelined bool
-	stmts     []Statement
-	alone     func(ctx context.Context, db DB) error
+	pipelined bool // write has no stage: its statements join a batch
+	write     Write
 }
 
 // plan checks every group and plans its write.
@@ -233,20 +213,11 @@ func (r *Registry) plan(groups [][]*bundle.Bundle) ([]plannedGroup, error) {
 		for _, b := range g {
 			p.size += b.Size
 		}
-		switch {
-		case s.Plan == nil:
-			p.alone = func(ctx context.Context, db DB) error { return s.Handle(ctx, db, g) }
-		default:
-			w, err := s.Plan(g)
-			if err != nil {
-				return nil, fmt.Errorf("%s bundle %s of hub %q: %w", last.Type, last.Version, last.Hub, err)
-			}
-			if w.Stage == nil {
-				p.pipelined, p.stmts = true, w.Statements
-			} else {
-				p.alone = w.Exec
-			}
+		w, err := s.Plan(g)
+		if err != nil {
+			return nil, fmt.Errorf("%s bundle %s of hub %q: %w", last.Type, last.Version, last.Hub, err)
 		}
+		p.write, p.pipelined = w, w.Stage == nil
 		ws[i] = p
 	}
 	return ws, nil
@@ -278,7 +249,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		batch := newBatch()
 		for _, p := range ws[from:to] {
 			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.frames, p.equal)...)
-			for _, st := range p.stmts {
+			for _, st := range p.write.Statements {
 				batch.Queue(st.SQL, st.Args...)
 			}
 		}
@@ -303,7 +274,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		from = i + 1
 		var err error
-		if applied[i], err = fenceThen(ctx, db, p.last, p.frames, p.equal, func() error { return p.alone(ctx, db) }); err != nil {
+		if applied[i], err = fenceThen(ctx, db, p.last, p.frames, p.equal, func() error { return p.write.Exec(ctx, db) }); err != nil {
 			return nil, err
 		}
 	}
@@ -335,7 +306,7 @@ func readPipelined(br pgx.BatchResults, groups []plannedGroup) error {
 			}
 			return fail(fmt.Errorf("%s bundle %s of hub %q: version fence: %w", last.Type, last.Version, last.Hub, err))
 		}
-		for _, st := range g.stmts {
+		for _, st := range g.write.Statements {
 			if err := st.result(br); err != nil {
 				return fail(fmt.Errorf("%s bundle %s of hub %q: %w", last.Type, last.Version, last.Hub, err))
 			}

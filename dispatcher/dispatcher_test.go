@@ -21,21 +21,29 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// flaky is a bundle type whose handler writes a row, failing with a
+// staged returns a plan whose stage is write, run when the bundles are
+// written (after their fence), as a large bundle's stage is.
+func staged(write func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error) func([]*bundle.Bundle) (dbsyncers.Write, error) {
+	return func(bs []*bundle.Bundle) (dbsyncers.Write, error) {
+		return dbsyncers.Write{Stage: func(ctx context.Context, db dbsyncers.DB) error { return write(ctx, db, bs) }}, nil
+	}
+}
+
+// flaky is a bundle type whose write stores a row, failing with a
 // serialization error the first `failures` times.
 func flaky(failures int32) (dbsyncers.Syncer, *atomic.Int32) {
 	calls := &atomic.Int32{}
 	return dbsyncers.Syncer{
 		TypeInfo: bundle.TypeInfo{Name: "flaky", Kind: bundle.Complete},
 		Decode:   func([]byte) (any, error) { return nil, nil },
-		Handle: func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
+		Plan: staged(func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
 			if calls.Add(1) <= failures {
 				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
 			}
 			_, err := db.Exec(ctx, `INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())
 				ON CONFLICT (hub) DO UPDATE SET last_timestamp = now()`, bs[0].Hub)
 			return err
-		},
+		}),
 	}, calls
 }
 
@@ -43,10 +51,10 @@ func poison() dbsyncers.Syncer {
 	return dbsyncers.Syncer{
 		TypeInfo: bundle.TypeInfo{Name: "poison", Kind: bundle.Complete},
 		Decode:   func([]byte) (any, error) { return nil, nil },
-		Handle: func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
+		Plan: staged(func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
 			_, err := db.Exec(ctx, `SELECT 1/0`)
 			return err
-		},
+		}),
 	}
 }
 

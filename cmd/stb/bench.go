@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/stbridge/stb/cmd/stb/internal/bench"
 )
 
 func benchCmd(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "produce" {
+		return benchProduceCmd(ctx, args[1:])
+	}
 	c := bench.DefaultConfig()
-	fs := newFlagSet("bench", "Measure the bridge against its baseline (--conflation=false) and this machine's ceilings\n(reading and decoding without writing; writing the final rows straight through the handlers),\nside by side, in named scenarios: "+strings.Join(bench.ScenarioNames(), ", ")+". It runs an embedded broker with\na data directory and uses fresh databases on the local PostgreSQL; it prints a table per scenario\nand writes the results as JSON (--out). Progress goes to stderr.")
+	fs := newFlagSet("bench", "Measure the bridge against its baseline (--conflation=false) and this machine's ceilings\n(reading and decoding without writing; writing the final rows straight through the handlers),\nside by side, in named scenarios: "+strings.Join(bench.ScenarioNames(), ", ")+". It runs an embedded broker with\na data directory and uses fresh databases on the local PostgreSQL; it prints a table per scenario\nand writes the results as JSON (--out). Progress goes to stderr.\n\n'stb bench produce' is its producer process (see 'stb bench produce --help').")
 	fs.Var(newListValue(&c.Scenarios, nil), "scenario", "scenarios to run, comma-separated ("+strings.Join(bench.ScenarioNames(), ", ")+"), or all; empty runs all")
 	fs.IntVar(&c.Hubs, "hubs", c.Hubs, "simulated hubs (catch-up, overload, steady)")
 	fs.IntVar(&c.Messages, "messages", c.Messages, "messages in the catch-up backlog (rounded up to whole rounds of every hub)")
@@ -37,12 +41,8 @@ func benchCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&c.OverloadProducers, "overload-producers", c.OverloadProducers, "producer processes of the overload scenario, each publishing its share of the hubs and the rate")
 	fs.IntVar(&c.PoisonMessages, "poison-messages", c.PoisonMessages, "rejects in the poison-flood backlog, mixed 1:1 with valid messages")
 	logLevel := fs.String("log-level", "warn", "log level of the bridges under test")
-	producerSpec := fs.String("internal-producer", "", "(internal) run as the bench's producer process with this JSON spec")
 	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if *producerSpec != "" {
-		return bench.RunProducer(ctx, *producerSpec)
 	}
 	c.Command = strings.TrimSpace("stb bench " + strings.Join(args, " "))
 	logger, err := newLogger(*logLevel, "console")
@@ -55,4 +55,21 @@ func benchCmd(ctx context.Context, args []string) error {
 		return exitError{code: 1}
 	}
 	return err
+}
+
+// benchProduceCmd is `stb bench produce`, the producer process `stb bench`
+// starts for each load it publishes, so that the producer's CPU time and
+// memory are not counted as the bridge's.
+func benchProduceCmd(ctx context.Context, args []string) error {
+	fs := newFlagSet("bench produce", "The producer process of 'stb bench', which starts it for every load it publishes: a child\n"+
+		"process, so that simulating and producing does not count in the CPU time and peak RSS the bench\n"+
+		"measures of the bridge in its own process. It reads its spec, one JSON object, on stdin:\n"+
+		"{\"brokers\": ..., \"sim\": {pkg/sim's Config: \"Hubs\", \"Generations\", \"Rate\", ...}, \"expected\": FILE,\n"+
+		"\"ahead\", \"poison\", \"poisonMix\": optional}; it publishes the simulation, writes the expected state\n"+
+		"to FILE, and prints \"ready N\" (with ahead: N messages built, sending starts), \"sent N\" and a\n"+
+		"last \"done N\" on stdout. To publish simulated hubs yourself, use 'stb simulate'.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return bench.RunProducer(ctx, os.Stdin, os.Stdout)
 }

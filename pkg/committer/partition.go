@@ -128,14 +128,6 @@ func (p *Partition) SetHighWatermark(offset int64) {
 	p.mu.Unlock()
 }
 
-// HighWatermark returns the last high watermark recorded, ok false while
-// none was.
-func (p *Partition) HighWatermark() (offset int64, ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.highWatermark, p.highWatermark >= 0
-}
-
 // Lag returns the high watermark minus the committed position (0 before
 // the first commit counts as offset 0): what a restart would read again or
 // for the first time; ok false while no high watermark was recorded.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
@@ -23,7 +25,8 @@ func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 	}
 	cfg := DefaultQueueConfig()
 	cfg.MaxBatch, cfg.MinBackoff, cfg.MaxBackoff = 7, 10*time.Millisecond, 50*time.Millisecond
-	q, err := NewQueue(cfg, NewWriter(pool), zap.NewNop())
+	core, logs := observer.New(zapcore.WarnLevel)
+	q, err := NewQueue(cfg, NewWriter(pool), zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,16 @@ func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("adding 50 letters with the table gone took %v", took)
 	}
-	time.Sleep(200 * time.Millisecond) // several failed attempts
+	// Several failed attempts, each logged once it failed: none may
+	// release a letter.
+	failed := func() int { return logs.FilterMessage("dead letters not stored yet; retrying").Len() }
+	deadline := time.Now().Add(10 * time.Second)
+	for failed() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failed attempts logged after 10s, want 3", failed())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if n := released.Load(); n != 0 {
 		t.Fatalf("%d letters released while none could be stored", n)
 	}
@@ -50,7 +62,7 @@ func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE status.dead_letters_away RENAME TO dead_letters`); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for released.Load() < 50 {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of 50 released after the database came back", released.Load())

@@ -400,9 +400,9 @@ func TestReaderStartPosition(t *testing.T) {
 			sink := &testSink{release: true}
 			h := startReader(t, b, "restart-"+strings.ReplaceAll(tc.name, " ", "-"), tc.offsets, sink)
 			want := total - int(tc.wantFirst)
-			waitFor(t, waitTimeout, fmt.Sprintf("%d bundles", want), func() bool { return len(sink.snapshot()) >= want })
-			// Give a wrong start the chance to show up as extra bundles.
-			time.Sleep(200 * time.Millisecond)
+			// The partition is handed on in order: once its last message
+			// is, every extra bundle a wrong start would add is too.
+			waitFor(t, waitTimeout, "the last message", func() bool { return handedOn(sink, 0, total-1) })
 			got := sink.snapshot()
 			if len(got) != want || got[0].Origin.Offset != tc.wantFirst {
 				t.Fatalf("read %d bundles starting at offset %d, want %d from %d", len(got), got[0].Origin.Offset, want, tc.wantFirst)
@@ -526,8 +526,8 @@ func TestReaderFallsBackToGroupOffset(t *testing.T) {
 	publish(5, 7)
 	second := &testSink{release: true}
 	h2 := startReader(t, b, "fallback", &memOffsets{err: errors.New("database down")}, second)
-	waitFor(t, waitTimeout, "2 new bundles", func() bool { return len(second.snapshot()) >= 2 })
-	time.Sleep(200 * time.Millisecond)
+	// In order: a replay from earlier would be handed on before offset 6.
+	waitFor(t, waitTimeout, "the last message", func() bool { return handedOn(second, 0, 6) })
 	got := second.snapshot()
 	if len(got) != 2 || got[0].Origin.Offset != 5 {
 		t.Fatalf("read %d bundles from offset %d, want 2 from offset 5", len(got), got[0].Origin.Offset)
@@ -634,4 +634,15 @@ func TestReaderDecoderPanic(t *testing.T) {
 	if n := counterValue(t, h.registry, "stb_transport_rejected_total", map[string]string{"reason": string(deadletter.DecodePanic)}); n != 1 {
 		t.Errorf("stb_transport_rejected_total{reason=decode_panic} = %v, want 1", n)
 	}
+}
+
+// handedOn reports whether sink was handed the message at offset of
+// partition of "status".
+func handedOn(sink *testSink, partition int32, offset int64) bool {
+	for _, b := range sink.snapshot() {
+		if b.Origin.Partition == partition && b.Origin.Offset == offset {
+			return true
+		}
+	}
+	return false
 }

@@ -18,13 +18,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// `stb bench` measures the bridge against its baseline (the same bridge
-// with --conflation=false, writing every bundle) and against this machine's ceilings (reading and decoding the backlog
-// without writing; writing the final rows straight through the handlers)
-// in named scenarios, side by side in one invocation (DESIGN.md §15). The
-// bridge runs in this process; the broker and the producers run as child
-// processes, so that this process's CPU time and memory are the bridge's.
-
 // Config is what `stb bench` takes from flags and environment. Start from
 // DefaultConfig.
 type Config struct {
@@ -219,6 +212,9 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 
 	e := &benchEnv{cfg: c, logger: logger, reg: dbsyncers.Default(), out: newBenchOutput(),
 		runID: strconv.FormatInt(time.Now().Unix(), 36)}
+	if e.produceCmd, err = produceCommand(); err != nil {
+		return err
+	}
 	partitions := c.Partitions
 	if c.Agent == sim.AgentGlobalHub {
 		if e.reg, err = dbsyncers.ForProfiles(true, true); err != nil {

@@ -36,7 +36,10 @@ type benchEnv struct {
 	// repetition (--repeat), which gets topics and groups of its own.
 	runID string
 	rep   int
-	dbs   []string
+	// produceCmd is the command line of the producer processes
+	// (produceCommand).
+	produceCmd []string
+	dbs        []string
 	// baselineRate is the messages per second the baseline finished in
 	// catch-up, if it ran: what the database absorbs message by message.
 	baselineRate float64
@@ -154,7 +157,7 @@ func (e *benchEnv) produce(ctx context.Context, label string, cfg sim.Config) (*
 
 // produceSpec runs a producer process doing spec and waits for it.
 func (e *benchEnv) produceSpec(ctx context.Context, label string, spec produceSpec) (*sim.Expected, time.Duration, error) {
-	p, err := startProducer(spec)
+	p, err := startProducer(e.produceCmd, spec)
 	if err != nil {
 		return nil, 0, err
 	}

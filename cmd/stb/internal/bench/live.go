@@ -57,7 +57,7 @@ func (e *benchEnv) startLiveSpec(ctx context.Context, label, dbName string, conf
 	// run can be verified.
 	cfg.Rate, cfg.Duration = rate, e.cfg.Duration
 	opts.Brokers, opts.Sim = e.brokers, cfg
-	p, err := startProducers(opts, n)
+	p, err := startProducers(e.produceCmd, opts, n)
 	if err != nil {
 		_ = bb.stop()
 		return nil, err

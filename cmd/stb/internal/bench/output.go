@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 // otherwise (a log). Results go to stdout.
 type benchOutput struct {
 	mu      sync.Mutex
+	w       io.Writer
 	tty     bool
 	open    bool // a progress line is on the terminal without its newline
 	last    time.Time
@@ -20,12 +22,21 @@ type benchOutput struct {
 	lastLen int
 }
 
+// logProgressEvery is how often a progress line is printed when stderr is
+// not a terminal.
+const logProgressEvery = 5 * time.Second
+
 func newBenchOutput() *benchOutput {
-	o := &benchOutput{every: 5 * time.Second}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		o.tty, o.every = true, 0
+	fi, err := os.Stderr.Stat()
+	return newOutputTo(os.Stderr, err == nil && fi.Mode()&os.ModeCharDevice != 0)
+}
+
+// newOutputTo prints to w, rewriting the progress line in place if tty.
+func newOutputTo(w io.Writer, tty bool) *benchOutput {
+	if tty {
+		return &benchOutput{w: w, tty: true}
 	}
-	return o
+	return &benchOutput{w: w, every: logProgressEvery}
 }
 
 // progress shows the current state of the running variant.
@@ -38,11 +49,11 @@ func (o *benchOutput) progress(format string, a ...any) {
 	o.last = time.Now()
 	line := fmt.Sprintf(format, a...)
 	if !o.tty {
-		fmt.Fprintln(os.Stderr, line)
+		fmt.Fprintln(o.w, line)
 		return
 	}
 	pad := max(0, o.lastLen-len(line))
-	fmt.Fprintf(os.Stderr, "\r%s%s", line, strings.Repeat(" ", pad))
+	fmt.Fprintf(o.w, "\r%s%s", line, strings.Repeat(" ", pad))
 	o.open, o.lastLen = true, len(line)
 }
 
@@ -51,7 +62,7 @@ func (o *benchOutput) done() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.open {
-		fmt.Fprintln(os.Stderr)
+		fmt.Fprintln(o.w)
 	}
 	o.open, o.lastLen, o.last = false, 0, time.Time{}
 }
@@ -59,5 +70,5 @@ func (o *benchOutput) done() {
 // say prints a line that stays.
 func (o *benchOutput) say(format string, a ...any) {
 	o.done()
-	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+	fmt.Fprintf(o.w, "bench: "+format+"\n", a...)
 }

@@ -1,50 +1,55 @@
 package bench
 
 import (
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestMemSamplerPeak: the peak is the largest reading from the start to
-// the stop, the readings at both ends included, and nothing is read after
-// Stop.
+// the stop, the readings at both ends and every interval's included, and
+// nothing is read after Stop. Time is synthetic: the bubble's clock moves
+// only when every goroutine in it waits.
 func TestMemSamplerPeak(t *testing.T) {
 	for name, tc := range map[string]struct {
-		readings []memUse // in order; the last repeats
-		every    time.Duration
+		readings []memUse // at the start, at each interval, at the stop
 		want     memUse
 	}{
-		// An interval that never passes: only the start and the stop read.
-		"larger at the start": {[]memUse{{RSS: 300, Heap: 30}, {RSS: 100, Heap: 10}}, time.Hour, memUse{RSS: 300, Heap: 30}},
-		"larger at the stop":  {[]memUse{{RSS: 100, Heap: 10}, {RSS: 300, Heap: 30}}, time.Hour, memUse{RSS: 300, Heap: 30}},
+		"larger at the start": {[]memUse{{RSS: 300, Heap: 30}, {RSS: 100, Heap: 10}}, memUse{RSS: 300, Heap: 30}},
+		"larger at the stop":  {[]memUse{{RSS: 100, Heap: 10}, {RSS: 300, Heap: 30}}, memUse{RSS: 300, Heap: 30}},
 		// RSS and heap peak at different readings.
-		"separate peaks": {[]memUse{{RSS: 100, Heap: 50}, {RSS: 200, Heap: 20}}, time.Hour, memUse{RSS: 200, Heap: 50}},
-		// A spike between the ends, seen only by the loop.
-		"spike in between": {[]memUse{{RSS: 100}, {RSS: 100}, {RSS: 900, Heap: 90}, {RSS: 100}}, time.Millisecond, memUse{RSS: 900, Heap: 90}},
+		"separate peaks": {[]memUse{{RSS: 100, Heap: 50}, {RSS: 200, Heap: 20}}, memUse{RSS: 200, Heap: 50}},
+		// A spike between the ends, seen only at an interval.
+		"spike in between": {[]memUse{{RSS: 100}, {RSS: 100}, {RSS: 900, Heap: 90}, {RSS: 100}, {RSS: 100}}, memUse{RSS: 900, Heap: 90}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var n atomic.Int64
-			read := func() memUse {
-				i := min(int(n.Add(1))-1, len(tc.readings)-1)
-				return tc.readings[i]
-			}
-			s := startMemSampler(tc.every, read)
-			deadline := time.Now().Add(10 * time.Second)
-			for n.Load() < int64(len(tc.readings)-1) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d readings after 10s", n.Load())
+			synctest.Test(t, func(t *testing.T) {
+				const every = time.Second
+				n := 0 // readings so far; read runs on the sampler's goroutine or in Stop, never at once
+				read := func() memUse {
+					n++
+					if n > len(tc.readings) {
+						t.Errorf("reading %d, only %d expected", n, len(tc.readings))
+						return memUse{}
+					}
+					return tc.readings[n-1]
 				}
-				time.Sleep(time.Millisecond)
-			}
-			if got := s.Stop(); got != tc.want {
-				t.Errorf("peak %+v, want %+v", got, tc.want)
-			}
-			after := n.Load()
-			time.Sleep(20 * time.Millisecond)
-			if again := s.Stop(); again != tc.want || n.Load() != after {
-				t.Errorf("after Stop: peak %+v and %d readings, want %+v and %d", again, n.Load(), tc.want, after)
-			}
+				s := startMemSampler(every, read)
+				intervals := len(tc.readings) - 2
+				time.Sleep(time.Duration(intervals)*every + every/2)
+				synctest.Wait()
+				if n != 1+intervals {
+					t.Fatalf("%d readings after %d intervals, want %d", n, intervals, 1+intervals)
+				}
+				if got := s.Stop(); got != tc.want {
+					t.Errorf("peak %+v, want %+v", got, tc.want)
+				}
+				time.Sleep(10 * every)
+				synctest.Wait()
+				if again := s.Stop(); again != tc.want || n != len(tc.readings) {
+					t.Errorf("after Stop: peak %+v and %d readings, want %+v and %d", again, n, tc.want, len(tc.readings))
+				}
+			})
 		})
 	}
 }

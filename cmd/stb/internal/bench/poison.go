@@ -47,7 +47,7 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 			}
 			cfg := e.backlogConfig(topic, float64(e.cfg.PoisonMessages)/roundsMargin)
 			cfg.Seed++ // other contents than the live hubs'; its versions never reach a unit
-			p, err := startProducer(produceSpec{Brokers: e.brokers, Sim: cfg, Poison: true})
+			p, err := startProducer(e.produceCmd, produceSpec{Brokers: e.brokers, Sim: cfg, Poison: true})
 			if err != nil {
 				return out, err
 			}

@@ -42,7 +42,13 @@ func rssOf(pid string) int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	return statusRSS(data)
+}
+
+// statusRSS parses the VmRSS line of a /proc/<pid>/status file, 0 without
+// one (a kernel thread, a zombie).
+func statusRSS(status []byte) int64 {
+	for line := range strings.SplitSeq(string(status), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			f := strings.Fields(v) // "123456 kB"
 			if len(f) == 2 && f[1] == "kB" {

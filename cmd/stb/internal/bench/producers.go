@@ -19,23 +19,15 @@ type producers struct {
 	exited  chan struct{}
 }
 
-// startProducers splits spec.Sim over n processes: its hubs in all, at its
-// rate in all, each doing what the rest of spec asks.
-func startProducers(spec produceSpec, n int) (*producers, error) {
-	brokers, cfg := spec.Brokers, spec.Sim
-	n = max(1, min(n, cfg.Hubs))
+// startProducers starts n processes of the command line argv (see
+// produceCommand) that publish spec.Sim between them (splitSim), each
+// doing what the rest of spec asks.
+func startProducers(argv []string, spec produceSpec, n int) (*producers, error) {
 	g := &producers{exited: make(chan struct{})}
-	for i := range n {
-		part := cfg
-		if n > 1 {
-			part.Hubs = cfg.Hubs/n + btoi(i < cfg.Hubs%n)
-			part.Rate = cfg.Rate / float64(n)
-			part.Seed = cfg.Seed + int64(i)
-			part.HubPrefix = fmt.Sprintf("hub-p%d-", i)
-		}
+	for _, part := range splitSim(spec.Sim, n) {
 		ps := spec
-		ps.Brokers, ps.Sim = brokers, part
-		p, err := startProducer(ps)
+		ps.Sim = part
+		p, err := startProducer(argv, ps)
 		if err != nil {
 			g.stop()
 			return nil, err
@@ -65,6 +57,27 @@ func startProducers(spec produceSpec, n int) (*producers, error) {
 		close(g.exited)
 	}()
 	return g, nil
+}
+
+// splitSim splits a simulation over n producers (at most one per hub):
+// its hubs in all, at its rate in all, each part with hubs of its own (a
+// hub name prefix and a seed of its own). One part is the simulation
+// itself.
+func splitSim(cfg sim.Config, n int) []sim.Config {
+	n = max(1, min(n, cfg.Hubs))
+	if n == 1 {
+		return []sim.Config{cfg}
+	}
+	parts := make([]sim.Config, n)
+	for i := range parts {
+		part := cfg
+		part.Hubs = cfg.Hubs/n + btoi(i < cfg.Hubs%n)
+		part.Rate = cfg.Rate / float64(n)
+		part.Seed = cfg.Seed + int64(i)
+		part.HubPrefix = fmt.Sprintf("hub-p%d-", i)
+		parts[i] = part
+	}
+	return parts
 }
 
 func btoi(b bool) int {
