@@ -381,7 +381,7 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 		return v.outcome
 	case conflation.Transient:
 		if v.unclassified && job.Attempt+1 >= d.cfg.MaxUnclassifiedAttempts {
-			d.metrics.unclassified.WithLabelValues(job.Type).Inc()
+			d.metrics.unclassified.Inc()
 			d.metrics.observe(job, conflation.Permanent, false, time.Since(start))
 			return d.deadLetter(ctx, job, deadletter.PermanentError,
 				fmt.Errorf("failed %d times with an unclassified error: %w", job.Attempt+1, err))
@@ -400,7 +400,7 @@ func (d *Dispatcher) retry(job *conflation.Job, v verdict, err error, took time.
 		d.metrics.schemaErrors.Inc()
 	}
 	if v.unclassified {
-		d.metrics.unclassified.WithLabelValues(job.Type).Inc()
+		d.metrics.unclassified.Inc()
 	}
 	job.Err = err
 	d.lastErr.Store(&failure{err: err, at: time.Now()})

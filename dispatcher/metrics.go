@@ -22,9 +22,9 @@ type metrics struct {
 	// them.
 	schemaErrors prometheus.Counter
 	// unclassified counts writes that failed with an error the dispatcher
-	// could not classify, by type: retried a bounded number of times, then
-	// dead-lettered permanent_error.
-	unclassified *prometheus.CounterVec
+	// could not classify: retried a bounded number of times, then
+	// dead-lettered permanent_error (the log line names the type).
+	unclassified prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, d *Dispatcher) (*metrics, error) {
@@ -61,10 +61,10 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) (*metrics, error) {
 			Namespace: "stb", Subsystem: "dispatcher", Name: "schema_errors_total",
 			Help: "Writes that failed with a schema or SQL error (SQLSTATE class 42: undefined table or column, missing privilege). The bundle is kept and retried; an operator must fix the database.",
 		}),
-		unclassified: prometheus.NewCounterVec(prometheus.CounterOpts{
+		unclassified: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "unclassified_errors_total",
-			Help: "Writes that failed with an error that is neither a database error, a timeout nor a lost connection (an encode error, a bug), by type. Retried --max-unclassified-attempts times, then dead-lettered permanent_error.",
-		}, []string{"type"}),
+			Help: "Writes that failed with an error that is neither a database error, a timeout nor a lost connection (an encode error, a bug). Retried --max-unclassified-attempts times, then dead-lettered permanent_error.",
+		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",
 			Help: "Bundles dead-lettered after a permanent write failure, by type and reason.",

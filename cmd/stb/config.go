@@ -40,6 +40,7 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.IntVar(&c.Dispatcher.Workers, "db-pool-size", c.Dispatcher.Workers, "database connections for workers, and so the number of workers")
 	fs.DurationVar(&c.Committer.Interval, "commit-interval", c.Committer.Interval, "how often committed offsets are stored")
 	fs.DurationVar(&c.Dispatcher.JobTimeout, "job-timeout", c.Dispatcher.JobTimeout, "time limit of one bundle's transaction")
+	fs.IntVar(&c.Dispatcher.MaxUnclassifiedAttempts, "max-unclassified-attempts", c.Dispatcher.MaxUnclassifiedAttempts, "times a bundle whose write fails with an error that is neither a database error, a timeout nor a lost connection (an encode error, a bug) is tried before it is dead-lettered permanent_error; known transient failures are retried for ever")
 	fs.DurationVar(&c.Dispatcher.BatchWait, "batch-wait", c.Dispatcher.BatchWait, "how long a worker with a small bundle waits for more to write in the same transaction when no other hub is ready (0: never); adds at most this to freshness")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for a graceful shutdown, final commit included; jobs still running then are aborted and replayed after a restart")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply database migrations at start")
