@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/humanize"
 	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stbridge/stb/cmd/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/humanize"
 	"github.com/stbridge/stb/pkg/transport"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stbridge/stb/cmd/stb/internal/metricview"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/metricview"
 	"github.com/stbridge/stb/pkg/db"
 )
 

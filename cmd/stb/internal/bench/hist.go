@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/stbridge/stb/cmd/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/metricview"
 )
 
 // histSnapshot is the state of a Prometheus histogram at one moment, all

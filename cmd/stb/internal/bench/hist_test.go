@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stbridge/stb/cmd/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/metricview"
 )
 
 // TestSnapshotHistogram: a snapshot adds up the series that carry the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stbridge/stb/cmd/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/humanize"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/transport"

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/humanize"
-	"github.com/stbridge/stb/cmd/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/metricview"
 )
 
 // calibrationWindow is how long the baseline runs to measure what the

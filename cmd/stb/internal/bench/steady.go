@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stbridge/stb/cmd/stb/internal/humanize"
-	"github.com/stbridge/stb/cmd/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/metricview"
 )
 
 // benchSteady: the hubs publish at a realistic rate (--steady-rate) for

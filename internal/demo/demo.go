@@ -1,0 +1,331 @@
+// Package demo runs the whole pipeline on one machine, as `stb demo` and
+// `make demo` do: a fresh database on a PostgreSQL server, the embedded
+// Kafka broker (pkg/broker), simulated hubs publishing (pkg/sim), the
+// bridge (internal/bridge) reading as they publish, a progress line every
+// second, and a final verification (pkg/verify). cmd/stb binds its flags
+// to a Config; tests run it in-process.
+//
+// Its shape is a component's (STYLE.md §5 and §7): a Config with named
+// defaults and Validate, and Run, which owns every goroutine it starts and
+// waits for them before it returns.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/metricview"
+	"github.com/stbridge/stb/pkg/broker"
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/sim"
+	"github.com/stbridge/stb/pkg/verify"
+)
+
+// Config is a demo run.
+type Config struct {
+	// Sim is the simulation; Generations 0 derives the rounds from Rate
+	// and Duration. An empty Topic is sim.DefaultTopic, or for the
+	// global-hub agents a topic per hub.
+	Sim sim.Config
+	// Duration is how long the hubs publish when Sim.Generations is 0.
+	Duration time.Duration
+	// Timeout is how long to wait for the database to match after the
+	// last message was published.
+	Timeout time.Duration
+	// DatabaseURL is the PostgreSQL server; the demo creates (and
+	// replaces) the database DatabaseName on it.
+	DatabaseURL  string
+	DatabaseName string
+	// HTTPAddr and AdminAddr are the bridge's listeners; empty disables.
+	HTTPAddr, AdminAddr string
+	// Partitions of the demo topic (1 for the per-hub topics).
+	Partitions int
+	// NewPublisher opens the simulation's Kafka producer to brokers,
+	// on first use.
+	NewPublisher func(brokers string) (*sim.KafkaPublisher, error)
+	// Out receives the progress lines and the summary.
+	Out io.Writer
+	// Logger logs the bridge's and the broker's warnings.
+	Logger *zap.Logger
+}
+
+// Defaults of `stb demo`.
+const (
+	DefaultDuration     = 20 * time.Second
+	DefaultTimeout      = 3 * time.Minute
+	DefaultDatabaseName = "stb_demo"
+	DefaultHTTPAddr     = "127.0.0.1:8080"
+	DefaultPartitions   = 8
+	DefaultRate         = 5000
+)
+
+// Validate checks the configuration; it changes nothing.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Sim.Generations == 0 && c.Sim.Rate <= 0 {
+		errs = append(errs, errors.New("--generations 0 needs a --rate to derive the rounds from"))
+	}
+	if c.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("--partitions must be at least 1, got %d", c.Partitions))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout must be positive, got %v", c.Timeout))
+	}
+	if c.DatabaseName == "" || c.NewPublisher == nil || c.Out == nil || c.Logger == nil {
+		errs = append(errs, errors.New("demo: DatabaseName, NewPublisher, Out and Logger are required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Result is what a demo run ended with.
+type Result struct {
+	// Expected is the simulation's expected state; nil if it never ended.
+	Expected *sim.Expected
+	// Report is the last verification; nil if none ran.
+	Report *verify.Report
+}
+
+// OK reports whether the database held the hubs' latest state at the end.
+func (r *Result) OK() bool { return r.Report != nil && r.Report.OK() }
+
+// Run runs the demo until the database holds the hubs' latest state with
+// every message committed, or until cfg.Timeout after the last message
+// was published. A run that ends unverified returns a Result that is not
+// OK and no error; errors are for a demo that could not run.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := cfg.Sim
+	if s.Generations == 0 {
+		perRound := s.MessagesPerRound() * float64(s.Hubs)
+		s.Generations = max(1, int(s.Rate*cfg.Duration.Seconds()/perRound))
+	}
+	// The topics, made before the bridge subscribes to them by name: a
+	// topic made later would be seen only at the next metadata refresh.
+	partitions := cfg.Partitions
+	topics := []string{s.Topic}
+	switch {
+	case s.Agent == sim.AgentGlobalHub && s.Topic == "":
+		// A topic per hub, of one partition: the agent keys by event type,
+		// and a hub's types must be read in the order sent (README, "The
+		// global-hub agent's events").
+		topics = topics[:0]
+		for _, hub := range s.HubNames() {
+			topics = append(topics, sim.GlobalHubTopicPrefix+hub)
+		}
+		partitions = 1
+	case s.Topic == "":
+		s.Topic = sim.DefaultTopic
+		topics = []string{s.Topic}
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(cfg.Out, "demo: "+format+"\n", a...) }
+
+	// 1. A fresh database.
+	demoURL, err := db.Recreate(ctx, cfg.DatabaseURL, cfg.DatabaseName)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w (is PostgreSQL running? `make demo` starts it)", err)
+	}
+	say("database %s", db.RedactURL(demoURL))
+
+	// 2. The embedded broker, its log in a temporary directory.
+	dir, err := os.MkdirTemp("", "stb-demo-kafka-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	brk, err := broker.Start(broker.Config{DataDir: dir, Topics: topics, Partitions: int32(partitions)}, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer brk.Close()
+	what := fmt.Sprintf("topic %s", topics[0])
+	if len(topics) > 1 {
+		what = fmt.Sprintf("%d topics", len(topics))
+	}
+	say("kafka broker %s (kfake, %s of %d partitions, data in %s)", brk.Addr(), what, partitions, dir)
+
+	// 3. The bridge.
+	bcfg := bridge.DefaultConfig()
+	bcfg.Reader.Brokers, bcfg.Reader.Topics, bcfg.DatabaseURL = brk.Addr(), topics, demoURL
+	bcfg.HTTPAddr, bcfg.AdminAddr, bcfg.Committer.Interval, bcfg.Reader.GroupID = cfg.HTTPAddr, cfg.AdminAddr, time.Second, "stb-demo"
+	b, err := bridge.New(ctx, bcfg, bridge.Deps{Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	pool, err := db.Connect(ctx, demoURL, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	bctx, stopBridge := context.WithCancel(context.Background())
+	bridgeDone := make(chan error, 1)
+	go func() { bridgeDone <- b.Run(bctx) }()
+	defer func() {
+		stopBridge()
+		<-bridgeDone
+	}()
+	if a := b.AdminAddr(); a != "" {
+		say("console http://%s/  (units at /debug/units)", a)
+	}
+	if cfg.HTTPAddr != "" {
+		say("metrics http://%s/metrics", b.HTTPAddr())
+	}
+
+	// 4. The hubs publish while the bridge reads.
+	say("%d hubs × %d clusters, %d rounds at %.0f msg/s", s.Hubs, s.Clusters, s.Generations, s.Rate)
+	var sent atomic.Int64
+	type simResult struct {
+		exp *sim.Expected
+		err error
+	}
+	simDone := make(chan simResult, 1)
+	simCtx, stopSim := context.WithCancel(ctx)
+	defer func() {
+		stopSim()
+		if simDone != nil {
+			<-simDone
+		}
+	}()
+	pub := &lazyPublisher{open: func() (*sim.KafkaPublisher, error) { return cfg.NewPublisher(brk.Addr()) }}
+	go func() {
+		exp, err := sim.Run(simCtx, s, pub, func(n int) { sent.Store(int64(n)) })
+		simDone <- simResult{exp, err}
+	}()
+
+	// 5. Progress every second, then the verification.
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	res := &Result{}
+	var (
+		lastWrit  float64
+		published int64
+		deadline  time.Time
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return res, errors.New("interrupted")
+		case r := <-simDone:
+			simDone = nil
+			if r.err != nil {
+				return res, fmt.Errorf("simulate: %w", r.err)
+			}
+			res.Expected = r.exp
+			published = int64(r.exp.Messages)
+			deadline = time.Now().Add(cfg.Timeout)
+			say("all %d messages published after %.1fs; waiting for the database to catch up", r.exp.Messages, time.Since(start).Seconds())
+			continue
+		case <-tick.C:
+		}
+		m, st := metricview.Gather(b.Gatherer()), b.Stats()
+		written := m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
+		committed := st.Committed()
+		if res.Expected == nil {
+			published = sent.Load()
+		}
+		fmt.Fprintf(cfg.Out, "[%4.0fs] sent %8d | read %8d | conflated %8.0f | written %7.0f (%5.0f/s) | committed lag %7d | buffered %s | dead letters %.0f\n",
+			time.Since(start).Seconds(), published, st.Read,
+			m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
+			written, written-lastWrit, max(0, published-committed), humanize.Bytes(st.HeldBytes),
+			m.Sum("stb_transport_rejected_total", nil)+m.Sum("stb_dispatcher_dead_letters_total", nil))
+		lastWrit = written
+		if res.Expected == nil {
+			continue
+		}
+		if res.Report, err = verify.Verify(ctx, pool, res.Expected); err != nil {
+			return res, err
+		}
+		if (res.Report.OK() && committed >= published) || time.Now().After(deadline) {
+			break
+		}
+	}
+
+	m := metricview.Gather(b.Gatherer())
+	read := float64(b.Stats().Read)
+	written := m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
+	say("summary: %d messages read, %.0f bundles written (conflation ratio %.1f:1), %.0f conflated, %.0f stale",
+		int64(read), written, read/math.Max(written, 1),
+		m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
+		m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "stale"}))
+	say("published per type: %s", perType(res.Expected.MessagesByType))
+	say("freshness (event time → commit): p50 %s, p99 %s; dead letters %.0f; took %.1fs",
+		humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.5)), humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.99)),
+		m.Sum("stb_transport_rejected_total", nil)+m.Sum("stb_dispatcher_dead_letters_total", nil), time.Since(start).Seconds())
+	if !res.OK() {
+		fmt.Fprintf(cfg.Out, "verified: FAILED — the database does not hold the hubs' latest state: %s\n",
+			strings.ReplaceAll(res.Report.Summary(), "\n", "; "))
+		return res, nil
+	}
+	fmt.Fprintf(cfg.Out, "verified: ok — %d hubs, %d bundle versions and %d managed clusters match the hubs' latest state\n",
+		res.Report.Hubs, res.Report.Versions, res.Report.Clusters)
+	return res, nil
+}
+
+// lazyPublisher opens the Kafka producer on first use and closes it after
+// the final flush.
+type lazyPublisher struct {
+	open func() (*sim.KafkaPublisher, error)
+	p    *sim.KafkaPublisher
+	err  error
+}
+
+func (l *lazyPublisher) publisher() (*sim.KafkaPublisher, error) {
+	if l.p == nil && l.err == nil {
+		l.p, l.err = l.open()
+	}
+	return l.p, l.err
+}
+
+func (l *lazyPublisher) Publish(ctx context.Context, m sim.Message) error {
+	p, err := l.publisher()
+	if err != nil {
+		return err
+	}
+	return p.Publish(ctx, m)
+}
+
+// PublishGH sends a global-hub agent's message with all it carries.
+func (l *lazyPublisher) PublishGH(ctx context.Context, m sim.GHMessage) error {
+	p, err := l.publisher()
+	if err != nil {
+		return err
+	}
+	return p.PublishGH(ctx, m)
+}
+
+func (l *lazyPublisher) Flush(ctx context.Context) error {
+	if l.p == nil {
+		return l.err
+	}
+	defer l.p.Close()
+	return l.p.Flush(ctx)
+}
+
+// perType formats per-type counts in a stable order.
+func perType(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
