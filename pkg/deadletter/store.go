@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/redact"
 )
 
 // Row is one stored dead letter, as `stb deadletters` shows and replays it.
@@ -192,7 +193,7 @@ func MarkReplayed(ctx context.Context, db Querier, id int64, outcome string, rea
 	if outcome == ReplayFailed {
 		msg := ""
 		if cause != nil {
-			msg = capText(clean(cause.Error()), maxHeaderBytes)
+			msg = redact.Cap(clean(cause.Error()), maxHeaderBytes)
 		}
 		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2, reason = $3, error = $4 WHERE id = $1`,
 			id, outcome, string(reason), msg)
