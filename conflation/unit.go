@@ -425,7 +425,7 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 		u.pruneDependentsLocked(job.slot, rel)
 	case Transient:
 		s.attempts++
-		s.retryAt = now.Add(u.m.cfg.Backoff.delay(s.attempts))
+		s.retryAt = now.Add(u.m.cfg.Backoff.Delay(s.attempts))
 		tm.retries.Inc()
 		u.requeueLocked(s, job, rel, tm)
 	case Permanent:

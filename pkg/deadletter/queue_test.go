@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
@@ -22,7 +23,7 @@ func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultQueueConfig()
-	cfg.MaxBatch, cfg.MinBackoff, cfg.MaxBackoff = 7, 10*time.Millisecond, 50*time.Millisecond
+	cfg.MaxBatch, cfg.Backoff = 7, backoff.Exponential{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond}
 	q, err := NewQueue(cfg, NewWriter(pool), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
