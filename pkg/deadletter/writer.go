@@ -16,7 +16,10 @@ import (
 // evidence enough in its first 64 KiB.
 const MaxDataBytes = 64 << 10
 
-// Letter is one dead letter.
+// Letter is one dead letter, the one type from where it is made to where
+// it is stored: the transport reader rejects a message with one
+// (transport.Reject carries it) and hands it to a Queue, a failed write
+// makes them with Bundles, and the Writer stores them.
 type Letter struct {
 	Hub, Type, Version string
 	Origin             bundle.Origin

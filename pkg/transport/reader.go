@@ -542,7 +542,7 @@ func (r *Reader) reject(p Partition, rej *Reject, tc *topicCounters) {
 	}
 	// Done once the dead letter is stored, by whoever stores it.
 	rej.Track(p)
-	r.deps.Rejects.Reject(*rej)
+	r.deps.Rejects.Add(rej.Letter, rej.Release)
 }
 
 // kafkaError logs and counts an error the client reported. librdkafka
