@@ -46,7 +46,7 @@ func (p *KafkaPublisher) Publish(ctx context.Context, m Message) error {
 	if strings.HasPrefix(m.Type, GHTypePrefix) {
 		return p.PublishGH(ctx, GHMessage{Message: m})
 	}
-	return p.Publisher.Publish(ctx, transport.Envelope(m))
+	return p.Publisher.Publish(ctx, m)
 }
 
 // PublishGH sends a message of the global-hub agent as its producer does.
