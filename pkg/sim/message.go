@@ -11,7 +11,7 @@ import (
 // (DESIGN.md §3). It is that type, not a copy of it, so that a simulated
 // message goes to the Kafka publisher as it is (KafkaPublisher). Its Topic
 // is Config.Topic, its ID unique per event within one run, its Type the
-// short bundle type ("heartbeat", or one under GHTypePrefix for the
+// short bundle type ("heartbeat", or one under bundle.GlobalHubPrefix for the
 // global-hub agent).
 type Message = transport.Envelope
 
@@ -35,7 +35,7 @@ type PublisherFunc func(ctx context.Context, msg Message) error
 func (f PublisherFunc) Publish(ctx context.Context, msg Message) error { return f(ctx, msg) }
 
 // GHMessage is one Kafka message of the global-hub agent (Config.Agent
-// AgentGlobalHub): a Message whose Type is under GHTypePrefix, whose
+// AgentGlobalHub): a Message whose Type is under bundle.GlobalHubPrefix, whose
 // Version is the agent's extversion ("<generation>.<value>" as
 // bundle.Version's "<incarnation>.<generation>") and Dependency its
 // extdependencyversion, with what only that agent's events carry. Its ID

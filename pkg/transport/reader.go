@@ -98,7 +98,7 @@ type Deps struct {
 	// this bridge (DESIGN.md §10).
 	Dropper Dropper
 	// GlobalHub, optional, turns on the global-hub wire profile: events
-	// under GlobalHubTypePrefix are decoded by it (globalhub.go) and their
+	// under GlobalHubEventTypePrefix are decoded by it (globalhub.go) and their
 	// chunks assembled (globalhub_chunks.go). Nil reads STB's format only.
 	GlobalHub  *GlobalHub
 	Logger     *zap.Logger
