@@ -116,8 +116,8 @@ func deadLettersList(ctx context.Context, args []string) error {
 	fmt.Fprintln(w, "ID\tSTORED\tREASON\tHUB\tTYPE\tVERSION\tORIGIN\tDATA\tREPLAY\tERROR")
 	for _, r := range rows {
 		replayed := "-"
-		if r.ReplayOutcome != "" {
-			replayed = r.ReplayOutcome + " " + r.ReplayedAt.UTC().Format(time.RFC3339)
+		if r.ReplayOutcome != deadletter.NotReplayed {
+			replayed = string(r.ReplayOutcome) + " " + r.ReplayedAt.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s/%d@%d\t%s\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Reason,
 			quoted(r.Hub), quoted(r.Type), quoted(r.Version), r.Origin.Topic, r.Origin.Partition, r.Origin.Offset,
@@ -207,7 +207,7 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	counts := map[string]int{}
+	counts := map[deadletter.ReplayOutcome]int{}
 	verb := "replay"
 	if cfg.DryRun {
 		verb = "dry run"
@@ -217,13 +217,13 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 		fmt.Println(replayLine(verb, r))
 	})
 	fmt.Printf("%s: %d applied, %d stale (nothing written), %d failed again, %d skipped (event gone)\n", verb,
-		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[replay.Skipped])
+		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[deadletter.ReplaySkipped])
 	return err
 }
 
 // replayLine says what became of one letter.
 func replayLine(verb string, r replay.Result) string {
-	line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome, quoted(r.Row.Hub), quoted(r.Row.Type), quoted(r.Row.Version), orDash(r.From))
+	line := fmt.Sprintf("%s %d: %s (%s %s %s, from %s)", verb, r.Row.ID, r.Outcome, quoted(r.Row.Hub), quoted(r.Row.Type), quoted(r.Row.Version), orDash(string(r.From)))
 	if r.Err != nil {
 		line += fmt.Sprintf(": %s: %s", r.Reason, firstLine(r.Err.Error(), 200))
 	}
@@ -255,7 +255,7 @@ func (c consoleReplayer) Replay(ctx context.Context, pool *pgxpool.Pool, f deadl
 	if dryRun {
 		verb = "dry run"
 	}
-	sum := bridge.ReplaySummary{Counts: map[string]int{}}
+	sum := bridge.ReplaySummary{Counts: map[deadletter.ReplayOutcome]int{}}
 	err := replay.Run(ctx, pool, cfg, c.logger, func(r replay.Result) {
 		sum.Counts[r.Outcome]++
 		if len(sum.Lines) < maxConsoleLines {

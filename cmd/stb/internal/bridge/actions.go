@@ -33,7 +33,7 @@ type Replayer interface {
 // ReplaySummary is what a replay did.
 type ReplaySummary struct {
 	Lines  []string
-	Counts map[string]int
+	Counts map[deadletter.ReplayOutcome]int
 }
 
 // actionTimeout bounds one console action.
@@ -122,7 +122,7 @@ func (b *Bridge) replayAction(w http.ResponseWriter, r *http.Request) {
 		sum, err := b.replayer.Replay(ctx, b.controlPool, f, dry)
 		res.Lines, res.Err = sum.Lines, err
 		res.Lines = append(res.Lines, fmt.Sprintf("applied %d, stale %d, failed %d, skipped %d",
-			sum.Counts["applied"], sum.Counts["stale"], sum.Counts["failed"], sum.Counts["skipped"]))
+			sum.Counts[deadletter.ReplayApplied], sum.Counts[deadletter.ReplayStale], sum.Counts[deadletter.ReplayFailed], sum.Counts[deadletter.ReplaySkipped]))
 		b.logger.Info("console: dead letters replayed", zap.Any("counts", sum.Counts), zap.Bool("dry_run", dry), zap.Error(err))
 	}
 	render(w, actionTmpl, res)
