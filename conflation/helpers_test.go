@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
@@ -67,7 +68,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	m, err := NewManager(Config{Types: policyTypes, Now: clock.Now, Backoff: Backoff{Min: time.Second, Max: 8 * time.Second}})
+	m, err := NewManager(Config{Types: policyTypes, Now: clock.Now, Backoff: backoff.Exponential{Min: time.Second, Max: 8 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

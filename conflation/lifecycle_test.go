@@ -9,13 +9,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
 func newIdleFixture(t *testing.T, idle time.Duration) *fixture {
 	t.Helper()
 	f := newFixture(t)
-	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, IdleTimeout: idle, Backoff: Backoff{Min: time.Second, Max: 8 * time.Second}})
+	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, IdleTimeout: idle, Backoff: backoff.Exponential{Min: time.Second, Max: 8 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
@@ -35,8 +36,9 @@ type Config struct {
 	// written on its own, in arrival order, as a per-record sink would.
 	// It exists as the baseline that benchmarks compare against.
 	NoConflation bool
-	// Backoff between retries of a transiently failing type.
-	Backoff Backoff
+	// Backoff between retries of a transiently failing type; zero is
+	// DefaultBackoff.
+	Backoff backoff.Exponential
 	// IdleTimeout is how long a unit that holds nothing and has nothing in
 	// flight stays in memory after its last bundle or write; WakeAll then
 	// evicts it, keeping only its versions in a compact form that a new
@@ -63,6 +65,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// DefaultBackoff is 100ms doubling up to 30s.
+var DefaultBackoff = backoff.Exponential{Min: 100 * time.Millisecond, Max: 30 * time.Second}
+
 // Validate checks the configuration; it changes nothing. A zero Backoff
 // and a nil Now stand for DefaultBackoff and time.Now.
 func (c Config) Validate() error {
@@ -79,8 +84,8 @@ func (c Config) Validate() error {
 		}
 		seen[t.Name] = true
 	}
-	if b := c.withDefaults().Backoff; b.Min <= 0 || b.Max < b.Min {
-		return fmt.Errorf("conflation: bad backoff %v…%v", b.Min, b.Max)
+	if err := c.withDefaults().Backoff.Validate(); err != nil {
+		return fmt.Errorf("conflation: %w", err)
 	}
 	if c.MaxDeltaBytes < 0 {
 		return fmt.Errorf("conflation: negative max delta bytes")
@@ -96,7 +101,7 @@ func (c Config) Validate() error {
 
 // withDefaults returns c with the defaults of the fields left zero.
 func (c Config) withDefaults() Config {
-	if c.Backoff == (Backoff{}) {
+	if c.Backoff == (backoff.Exponential{}) {
 		c.Backoff = DefaultBackoff
 	}
 	if c.Now == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/committer"
 )
@@ -214,7 +215,7 @@ func runModel(t *testing.T, seed uint64) (evictions, revivals int) {
 		if m != nil {
 			evictions += int(testutil.ToFloat64(m.metrics.evicted))
 		}
-		m, err = NewManager(Config{Types: policyTypes, Now: clock.Now, IdleTimeout: idle, Backoff: Backoff{Min: time.Millisecond, Max: 10 * time.Millisecond}})
+		m, err = NewManager(Config{Types: policyTypes, Now: clock.Now, IdleTimeout: idle, Backoff: backoff.Exponential{Min: time.Millisecond, Max: 10 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/redact"
 )
 
 // ErrNoReadyBundle is returned by Next when nothing in the unit may be
@@ -400,7 +400,7 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 		return false, 0
 	}
 	if out != Applied && job.Err != nil {
-		s.lastErr, s.lastErrAt = capError(job.Err.Error()), now
+		s.lastErr, s.lastErrAt = redact.Cap(job.Err.Error(), maxErrorText), now
 	}
 	switch out {
 	case Applied:
@@ -415,7 +415,7 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 		u.pruneDependentsLocked(job.slot, rel)
 	case Transient:
 		s.attempts++
-		s.retryAt = now.Add(u.m.cfg.Backoff.delay(s.attempts))
+		s.retryAt = now.Add(u.m.cfg.Backoff.Delay(s.attempts))
 		tm.retries.Inc()
 		u.requeueLocked(s, job, rel, tm)
 	case Permanent:
@@ -677,14 +677,3 @@ func (u *Unit) dropPartition(topic string, partition int32) {
 
 // maxErrorText caps the error text a unit keeps per type.
 const maxErrorText = 512
-
-func capError(s string) string {
-	if len(s) <= maxErrorText {
-		return s
-	}
-	cut := maxErrorText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}

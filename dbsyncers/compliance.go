@@ -12,13 +12,21 @@ import (
 // ComplianceState is how one cluster complies with one policy.
 type ComplianceState uint8
 
-// The states of status.compliance.compliance. The zero value is none of
+// The states of status.compliance.compliance, whose CHECK constraint lists
+// the same (TestSchemaValuesMatchGo in pkg/db). The zero value is none of
 // them and is never written.
 const (
 	Compliant ComplianceState = iota + 1
 	NonCompliant
 	UnknownCompliance
+	// PendingCompliance: the policy has not been evaluated on the cluster
+	// yet. Only the global-hub profile reports it; STB's own compliance
+	// and compliancedelta bundles cannot carry it.
+	PendingCompliance
 )
+
+// AllComplianceStates lists every state.
+var AllComplianceStates = []ComplianceState{Compliant, NonCompliant, UnknownCompliance, PendingCompliance}
 
 // String returns the state as status.compliance stores it.
 func (s ComplianceState) String() string {
@@ -29,6 +37,8 @@ func (s ComplianceState) String() string {
 		return "non_compliant"
 	case UnknownCompliance:
 		return "unknown"
+	case PendingCompliance:
+		return "pending"
 	}
 	return fmt.Sprintf("ComplianceState(%d)", uint8(s))
 }

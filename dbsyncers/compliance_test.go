@@ -289,7 +289,7 @@ func TestComplianceBadPayload(t *testing.T) {
 
 func TestComplianceStateString(t *testing.T) {
 	for s, want := range map[ComplianceState]string{
-		Compliant: "compliant", NonCompliant: "non_compliant", UnknownCompliance: "unknown", 0: "ComplianceState(0)",
+		Compliant: "compliant", NonCompliant: "non_compliant", UnknownCompliance: "unknown", PendingCompliance: "pending", 0: "ComplianceState(0)",
 	} {
 		if got := s.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", uint8(s), got, want)

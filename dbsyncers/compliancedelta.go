@@ -186,6 +186,7 @@ func foldComplianceDeltas(bundles []*bundle.Bundle) ([]ComplianceChange, error) 
 		if err != nil {
 			return nil, err
 		}
+		// STB's own deltas carry no PendingCompliance: it is out of range.
 		for i, c := range p.Changes {
 			if c.PolicyID == "" || c.Cluster == "" || c.State < Compliant || c.State > UnknownCompliance ||
 				(i > 0 && compareChange(p.Changes[i-1], c) >= 0) {

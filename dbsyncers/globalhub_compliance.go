@@ -31,7 +31,7 @@ type GlobalHubCompliancePayload struct {
 // the first wins. A cluster the hub saw fail is non-compliant whatever else
 // it says (as in STB's own compliance); not knowing beats not having
 // evaluated yet, which beats compliant.
-var statePrecedence = []string{"non_compliant", "unknown", "pending", "compliant"}
+var statePrecedence = []ComplianceState{NonCompliant, UnknownCompliance, PendingCompliance, Compliant}
 
 // decodeGHCompliance reads a JSON array of per-policy objects. withCompliant
 // says whether compliantClusters is part of the type (localcompliance) or
@@ -98,7 +98,10 @@ func ghComplianceRows(policies []ghCompliance) *GlobalHubCompliancePayload {
 	for i, p := range policies {
 		last[p.policyID] = i
 	}
-	type row struct{ policy, cluster, state string }
+	type row struct {
+		policy, cluster string
+		state           ComplianceState
+	}
 	var rows []row
 	var ids []string
 	for i, p := range policies {
@@ -106,13 +109,13 @@ func ghComplianceRows(policies []ghCompliance) *GlobalHubCompliancePayload {
 			continue
 		}
 		ids = append(ids, p.policyID)
-		for s, list := range map[string][]string{"compliant": p.compliant, "non_compliant": p.nonCompliant, "unknown": p.unknown, "pending": p.pending} {
+		for s, list := range map[ComplianceState][]string{Compliant: p.compliant, NonCompliant: p.nonCompliant, UnknownCompliance: p.unknown, PendingCompliance: p.pending} {
 			for _, c := range list {
 				rows = append(rows, row{p.policyID, c, s})
 			}
 		}
 	}
-	rank := func(s string) int { return slices.Index(statePrecedence, s) }
+	rank := func(s ComplianceState) int { return slices.Index(statePrecedence, s) }
 	slices.SortFunc(rows, func(a, b row) int {
 		if c := strings.Compare(a.policy, b.policy); c != 0 {
 			return c
@@ -132,7 +135,7 @@ func ghComplianceRows(policies []ghCompliance) *GlobalHubCompliancePayload {
 		}
 		out.Rows.policyIDs = append(out.Rows.policyIDs, r.policy)
 		out.Rows.clusters = append(out.Rows.clusters, r.cluster)
-		out.Rows.states = append(out.Rows.states, r.state)
+		out.Rows.states = append(out.Rows.states, r.state.String())
 	}
 	return out
 }

@@ -54,6 +54,23 @@ func GlobalHubManagedClusterEvent() Syncer {
 	}
 }
 
+// PolicyEventKind tells the two kinds of policy event apart in
+// event.local_policy_events.kind, whose CHECK constraint lists the same
+// (TestSchemaValuesMatchGo in pkg/db).
+type PolicyEventKind string
+
+// The kinds of policy event.
+const (
+	// RootPolicyEvents are events of the hub's root policies.
+	RootPolicyEvents PolicyEventKind = "root"
+	// ReplicatedPolicyEvents are events of the policies replicated to the
+	// managed clusters.
+	ReplicatedPolicyEvents PolicyEventKind = "replicated"
+)
+
+// AllPolicyEventKinds lists every kind.
+var AllPolicyEventKinds = []PolicyEventKind{RootPolicyEvents, ReplicatedPolicyEvents}
+
 // GlobalHubRootPolicyEvent returns the syncer of event.localrootpolicy:
 // events of the hub's root policies, a stream into
 // event.local_policy_events (kind root).
@@ -62,7 +79,7 @@ func GlobalHubRootPolicyEvent() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: k.typ, Kind: bundle.Stream},
 		Decode:   k.decode,
-		Plan:     planGHPolicyEvents("root"),
+		Plan:     planGHPolicyEvents(RootPolicyEvents),
 	}
 }
 
@@ -75,7 +92,7 @@ func GlobalHubReplicatedPolicyEvent() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: k.typ, Kind: bundle.Stream},
 		Decode:   k.decode,
-		Plan:     planGHPolicyEvents("replicated"),
+		Plan:     planGHPolicyEvents(ReplicatedPolicyEvents),
 	}
 }
 
@@ -193,7 +210,7 @@ func (k eventKind) decodeEvent(d *jsonscan.Decoder) (GHEvent, error) {
 			return e, err
 		}
 	}
-	e.Compliance = ghComplianceState(e.Compliance)
+	e.Compliance = ghComplianceState(e.Compliance).String()
 	e.Object = obj
 	return e, nil
 }
@@ -201,16 +218,16 @@ func (k eventKind) decodeEvent(d *jsonscan.Decoder) (GHEvent, error) {
 // ghComplianceState maps an event's compliance ("Compliant",
 // "NonCompliant", "Pending", …) to the states status.compliance uses;
 // anything else is unknown, as the agent's manager maps it.
-func ghComplianceState(s string) string {
+func ghComplianceState(s string) ComplianceState {
 	switch s {
 	case "Compliant":
-		return "compliant"
+		return Compliant
 	case "NonCompliant":
-		return "non_compliant"
+		return NonCompliant
 	case "Pending":
-		return "pending"
+		return PendingCompliance
 	}
-	return "unknown"
+	return UnknownCompliance
 }
 
 // eventColumns holds the events of a group as parallel columns.
@@ -272,14 +289,14 @@ func planGHClusterEvents(bundles []*bundle.Bundle) (Write, error) {
 		bundles[0].Hub, c.names, c.created, c.namespaces, c.clusters, c.clusterIDs, c.reasons, c.messages, c.types, c.objects}}}}, nil
 }
 
-func planGHPolicyEvents(kind string) func([]*bundle.Bundle) (Write, error) {
+func planGHPolicyEvents(kind PolicyEventKind) func([]*bundle.Bundle) (Write, error) {
 	return func(bundles []*bundle.Bundle) (Write, error) {
 		c, err := eventColumnsOf(bundles)
 		if err != nil || len(c.names) == 0 {
 			return Write{}, err
 		}
-		return Write{Statements: []Statement{{What: "insert " + kind + " policy events", SQL: insertGHPolicyEventsSQL, Args: []any{
-			bundles[0].Hub, kind, c.names, c.counts, c.created, c.namespaces, c.policies, c.clusters, c.clusterIDs,
+		return Write{Statements: []Statement{{What: "insert " + string(kind) + " policy events", SQL: insertGHPolicyEventsSQL, Args: []any{
+			bundles[0].Hub, string(kind), c.names, c.counts, c.created, c.namespaces, c.policies, c.clusters, c.clusterIDs,
 			c.compliance, c.reasons, c.messages, c.objects}}}}, nil
 	}
 }

@@ -1,27 +1,29 @@
 package dbsyncers
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
 
 // Bundle types of the global-hub profile: the CloudEvents types the
-// multicluster global-hub agent sends, without the prefix
-// "io.open-cluster-management.operator.multiclusterglobalhubs.", behind
-// GlobalHubTypePrefix so that they can never meet STB's own types in a
-// conflation unit or in status.bundle_versions. The transport's global-hub
-// profile names its bundles so (pkg/transport/globalhub.go).
+// multicluster global-hub agent sends, without
+// transport.GlobalHubEventTypePrefix, behind bundle.GlobalHubPrefix so
+// that they can never meet STB's own types in a conflation unit or in
+// status.bundle_versions. The transport's global-hub profile names its
+// bundles so (pkg/transport/globalhub.go).
 const (
-	GlobalHubTypePrefix = "globalhub."
-
-	GHHeartbeat               = GlobalHubTypePrefix + "managedhub.heartbeat"
-	GHHubInfo                 = GlobalHubTypePrefix + "managedhub.info"
-	GHManagedCluster          = GlobalHubTypePrefix + "managedcluster"
-	GHLocalCompliance         = GlobalHubTypePrefix + "policy.localcompliance"
-	GHLocalCompleteCompliance = GlobalHubTypePrefix + "policy.localcompletecompliance"
-	GHRootPolicyEvent         = GlobalHubTypePrefix + "event.localrootpolicy"
-	GHReplicatedPolicyEvent   = GlobalHubTypePrefix + "event.localreplicatedpolicy"
-	GHManagedClusterEvent     = GlobalHubTypePrefix + "event.managedcluster"
-	GHLocalSpec               = GlobalHubTypePrefix + "policy.localspec"
-	GHAlertCounts             = GlobalHubTypePrefix + "security.alertcounts"
-	GHMigration               = GlobalHubTypePrefix + "managedclustermigration"
+	GHHeartbeat               = bundle.GlobalHubPrefix + "managedhub.heartbeat"
+	GHHubInfo                 = bundle.GlobalHubPrefix + "managedhub.info"
+	GHManagedCluster          = bundle.GlobalHubPrefix + "managedcluster"
+	GHLocalCompliance         = bundle.GlobalHubPrefix + "policy.localcompliance"
+	GHLocalCompleteCompliance = bundle.GlobalHubPrefix + "policy.localcompletecompliance"
+	GHRootPolicyEvent         = bundle.GlobalHubPrefix + "event.localrootpolicy"
+	GHReplicatedPolicyEvent   = bundle.GlobalHubPrefix + "event.localreplicatedpolicy"
+	GHManagedClusterEvent     = bundle.GlobalHubPrefix + "event.managedcluster"
+	GHLocalSpec               = bundle.GlobalHubPrefix + "policy.localspec"
+	GHAlertCounts             = bundle.GlobalHubPrefix + "security.alertcounts"
+	GHMigration               = bundle.GlobalHubPrefix + "managedclustermigration"
 )
 
 // GlobalHub returns the syncers of the global-hub profile in priority

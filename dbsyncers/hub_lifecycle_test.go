@@ -64,7 +64,7 @@ func rowsOfHub(t *testing.T, pool *pgxpool.Pool, hub string) map[string]int {
 	return out
 }
 
-func hubState(t *testing.T, pool *pgxpool.Pool, hub string) string {
+func hubState(t *testing.T, pool *pgxpool.Pool, hub string) db.HubState {
 	t.Helper()
 	st, ok, err := db.LoadHubStatus(t.Context(), pool, hub)
 	if err != nil {
@@ -106,7 +106,7 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 	if got := rowsOfHub(t, pool, "hub-y"); len(got) != len(other) {
 		t.Fatalf("another hub's rows changed: %v, were %v", got, other)
 	}
-	if s := hubState(t, pool, "hub-x"); s != "deleted" {
+	if s := hubState(t, pool, "hub-x"); s != db.HubDeleted {
 		t.Fatalf("status.hubs state %q, want deleted", s)
 	}
 	vs, err := db.LoadHubVersions(ctx, pool, "hub-x")
@@ -125,7 +125,7 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 	if applied, err := apply(t, pool, late); err != nil || applied {
 		t.Fatalf("late bundle of the deleted incarnation: applied %v, %v; want fenced", applied, err)
 	}
-	if left := rowsOfHub(t, pool, "hub-x"); len(left) != 0 || hubState(t, pool, "hub-x") != "deleted" {
+	if left := rowsOfHub(t, pool, "hub-x"); len(left) != 0 || hubState(t, pool, "hub-x") != db.HubDeleted {
 		t.Fatalf("a late bundle brought the deleted hub back: %v", left)
 	}
 
@@ -137,7 +137,7 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 
 	// A newer incarnation comes back cleanly.
 	writeHub(t, pool, "hub-x", 4)
-	if s := hubState(t, pool, "hub-x"); s != "active" {
+	if s := hubState(t, pool, "hub-x"); s != db.HubActive {
 		t.Fatalf("after a newer incarnation, state %q, want active", s)
 	}
 	if got := rowsOfHub(t, pool, "hub-x"); len(got) != len(before) {
@@ -242,10 +242,10 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("MarkInactiveHubs = %d, %v; want 1", n, err)
 	}
-	if s := hubState(t, pool, "hub-quiet"); s != "inactive" {
+	if s := hubState(t, pool, "hub-quiet"); s != db.HubInactive {
 		t.Fatalf("quiet hub %q, want inactive", s)
 	}
-	if s := hubState(t, pool, "hub-live"); s != "active" {
+	if s := hubState(t, pool, "hub-live"); s != db.HubActive {
 		t.Fatalf("live hub %q, want active", s)
 	}
 	counts, err := db.CountHubStates(ctx, pool)
@@ -283,7 +283,7 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 	if applied, err := apply(t, pool, hb); err != nil || !applied {
 		t.Fatal(applied, err)
 	}
-	if s := hubState(t, pool, "hub-live"); s != "active" {
+	if s := hubState(t, pool, "hub-live"); s != db.HubActive {
 		t.Fatalf("after a heartbeat, state %q, want active", s)
 	}
 }

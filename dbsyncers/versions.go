@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -65,8 +66,8 @@ WITH fence AS (
 	SELECT hub FROM fence
 	ON CONFLICT (name) DO UPDATE SET
 		updated_at  = now(),
-		state       = 'active',
-		state_since = CASE WHEN h.state = 'active' THEN h.state_since ELSE now() END
+		state       = '` + string(db.HubActive) + `',
+		state_since = CASE WHEN h.state = '` + string(db.HubActive) + `' THEN h.state_since ELSE now() END
 )
 `
 

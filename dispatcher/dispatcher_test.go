@@ -16,6 +16,7 @@ import (
 
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -69,7 +70,7 @@ func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types(), Backoff: conflation.Backoff{Min: 10 * time.Millisecond, Max: 40 * time.Millisecond}})
+	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types(), Backoff: backoff.Exponential{Min: 10 * time.Millisecond, Max: 40 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -61,7 +62,7 @@ func runUntilReleased(t *testing.T, pool *pgxpool.Pool, cfg Config, bundles map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types(), Backoff: conflation.Backoff{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
+	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types(), Backoff: backoff.Exponential{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

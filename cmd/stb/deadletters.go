@@ -111,8 +111,8 @@ func deadLettersList(ctx context.Context, args []string) error {
 	fmt.Fprintln(w, "ID\tSTORED\tREASON\tHUB\tTYPE\tVERSION\tORIGIN\tDATA\tREPLAY\tERROR")
 	for _, r := range rows {
 		replayed := "-"
-		if r.ReplayOutcome != "" {
-			replayed = r.ReplayOutcome + " " + r.ReplayedAt.UTC().Format(time.RFC3339)
+		if r.ReplayOutcome != deadletter.NotReplayed {
+			replayed = string(r.ReplayOutcome) + " " + r.ReplayedAt.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s/%d@%d\t%s\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Reason,
 			deadletter.Quote(r.Hub), deadletter.Quote(r.Type), deadletter.Quote(r.Version), r.Origin.Topic, r.Origin.Partition, r.Origin.Offset,
@@ -178,7 +178,7 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	counts := map[string]int{}
+	counts := map[deadletter.ReplayOutcome]int{}
 	verb := "replay"
 	if cfg.DryRun {
 		verb = "dry run"
@@ -188,7 +188,7 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 		fmt.Println(r.Line(verb))
 	})
 	fmt.Printf("%s: %d applied, %d stale (nothing written), %d failed again, %d skipped (event gone)\n", verb,
-		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[replay.Skipped])
+		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[deadletter.ReplaySkipped])
 	return err
 }
 

@@ -25,18 +25,6 @@ func (o offsets) Claim(ctx context.Context, topic string, partition int32) (tran
 	return transport.StoredPosition{Offset: p.Offset, ClusterID: p.ClusterID}, ok, err
 }
 
-// rejectQueue hands the reader's rejects to the dead-letter queue, which
-// stores them in batches on its own goroutine and releases each (its
-// offset may then be committed) once stored.
-type rejectQueue struct{ q *deadletter.Queue }
-
-func (r rejectQueue) Reject(rj transport.Reject) {
-	r.q.Add(deadletter.Letter{
-		Hub: rj.Hub, Type: rj.Type, Version: rj.Version, Origin: rj.Origin,
-		Reason: rj.Reason, Err: rj.Err, Headers: rj.Headers, Data: rj.Data, Key: rj.Key,
-	}, rj.Release)
-}
-
 // buffered is what backpressure counts: the payload the units hold and the
 // dead letters waiting to be stored (during a database outage both grow).
 type buffered struct {

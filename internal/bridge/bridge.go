@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		Sink:      b.manager,
 		Positions: positions{b.committer},
 		Offsets:   offsets{store},
-		Rejects:   rejectQueue{b.rejects},
+		Rejects:   b.rejects,
 		Buffer:    buffered{b.manager, b.rejects},
 		// Partitions may come from another replica, which wrote versions
 		// these units have not seen: a compliance bundle read next would

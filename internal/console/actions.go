@@ -101,7 +101,7 @@ func (c *Console) replayAction(w http.ResponseWriter, r *http.Request) {
 		if dry {
 			verb = "dry run"
 		}
-		counts := map[string]int{}
+		counts := map[deadletter.ReplayOutcome]int{}
 		err := replay.Run(ctx, c.pool, cfg, c.logger.Named("replay"), func(r replay.Result) {
 			counts[r.Outcome]++
 			if len(res.Lines) < maxReplayLines {
@@ -110,7 +110,7 @@ func (c *Console) replayAction(w http.ResponseWriter, r *http.Request) {
 		})
 		res.Err = err
 		res.Lines = append(res.Lines, fmt.Sprintf("applied %d, stale %d, failed %d, skipped %d",
-			counts["applied"], counts["stale"], counts["failed"], counts["skipped"]))
+			counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[deadletter.ReplaySkipped]))
 		c.logger.Info("console: dead letters replayed", zap.Any("counts", counts), zap.Bool("dry_run", dry), zap.Error(err))
 	}
 	render(w, actionTmpl, res)

@@ -431,7 +431,7 @@ var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Pa
 var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consoleHead + `
 <h1>Hub <span id="hub-name">{{.Hub}}</span></h1>
 {{if .StateErr}}<p class="bad">{{.StateErr}}</p>{{end}}
-{{with .State}}<p>State: <b id="hub-state" class="{{if ne .State "active"}}bad{{end}}">{{.State}}</b> since {{when .Since}}{{if eq .State "deleted"}} (tombstoned: bundles of its old incarnation are ignored){{end}}</p>
+{{with .State}}<p>State: <b id="hub-state" class="{{if not .State.Active}}bad{{end}}">{{.State}}</b> since {{when .Since}}{{if .State.Deleted}} (tombstoned: bundles of its old incarnation are ignored){{end}}</p>
 {{else}}<p>State: <b id="hub-state">unknown</b> (no row in status.hubs)</p>{{end}}
 {{if .Dormant}}<p>Idle: its unit was evicted from memory; its versions are kept.</p>{{end}}
 <h2>In the database</h2>

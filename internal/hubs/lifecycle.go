@@ -165,9 +165,9 @@ func (c statesCollector) Describe(ch chan<- *prometheus.Desc) { c.vec.Describe(c
 
 func (c statesCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.h.states.Load()
-	c.vec.WithLabelValues("active").Set(float64(s.Active))
-	c.vec.WithLabelValues("inactive").Set(float64(s.Inactive))
-	c.vec.WithLabelValues("deleted").Set(float64(s.Deleted))
+	c.vec.WithLabelValues(string(db.HubActive)).Set(float64(s.Active))
+	c.vec.WithLabelValues(string(db.HubInactive)).Set(float64(s.Inactive))
+	c.vec.WithLabelValues(string(db.HubDeleted)).Set(float64(s.Deleted))
 	c.vec.Collect(ch)
 }
 

@@ -57,18 +57,14 @@ func DefaultConfig() Config {
 type Result struct {
 	Row deadletter.Row
 	// Outcome is deadletter.ReplayApplied, ReplayStale or ReplayFailed,
-	// or Skipped when the event could not be had.
-	Outcome string
+	// or ReplaySkipped when the event could not be had.
+	Outcome deadletter.ReplayOutcome
 	// Reason and Err say why a replay failed or was skipped.
 	Reason deadletter.Reason
 	Err    error
-	// From says where the event came from: "kafka" or "stored".
-	From string
+	// From says where the event came from.
+	From deadletter.ReplaySource
 }
-
-// Skipped is the outcome of a letter whose event is neither in Kafka any
-// more nor stored whole; the letter is left as it was.
-const Skipped = "skipped"
 
 // Run replays the letters cfg selects, oldest first, calling each with
 // every result. It stops at the first error that is not the letter's
@@ -118,7 +114,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 				return err
 			}
 		}
-		logger.Debug("replayed", zap.Int64("id", row.ID), zap.String("outcome", res.Outcome))
+		logger.Debug("replayed", zap.Int64("id", row.ID), zap.String("outcome", string(res.Outcome)))
 		each(res)
 	}
 	return nil
@@ -134,7 +130,7 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
 		return res, err
 	}
 	if msg == nil {
-		res.Outcome, res.Reason = Skipped, row.Reason
+		res.Outcome, res.Reason = deadletter.ReplaySkipped, row.Reason
 		res.Err = errors.New("the event is no longer in Kafka, and the stored copy is not the whole event")
 		return res, nil
 	}
@@ -217,18 +213,18 @@ func dependencyMet(ctx context.Context, tx pgx.Tx, reg *dbsyncers.Registry, b *b
 
 // event returns the letter's event: from Kafka when it is still there,
 // else the stored copy when it is the whole event, else nil.
-func event(fetch *fetcher, row deadletter.Row) (*kafka.Message, string, error) {
+func event(fetch *fetcher, row deadletter.Row) (*kafka.Message, deadletter.ReplaySource, error) {
 	if fetch != nil && row.Origin.Topic != "" && row.Origin.Partition >= 0 && row.Origin.Offset >= 0 {
 		msg, err := fetch.at(row.Origin)
 		if err != nil {
 			return nil, "", err
 		}
 		if msg != nil {
-			return msg, "kafka", nil
+			return msg, deadletter.ReplayFromKafka, nil
 		}
 	}
 	if msg := stored(row); msg != nil {
-		return msg, "stored", nil
+		return msg, deadletter.ReplayFromStored, nil
 	}
 	return nil, "", nil
 }

@@ -103,17 +103,17 @@ func TestReplayOutcomes(t *testing.T) {
 	if len(res) != 4 {
 		t.Fatalf("%d results, want 4: %v", len(res), res)
 	}
-	want := map[string]string{"hub-a 1.5": deadletter.ReplayApplied, "hub-a 1.3": deadletter.ReplayStale,
-		"hub-b 1.1": deadletter.ReplayFailed, "hub-c 1.1": Skipped}
+	want := map[string]deadletter.ReplayOutcome{"hub-a 1.5": deadletter.ReplayApplied, "hub-a 1.3": deadletter.ReplayStale,
+		"hub-b 1.1": deadletter.ReplayFailed, "hub-c 1.1": deadletter.ReplaySkipped}
 	for _, r := range res {
 		k := r.Row.Hub + " " + r.Row.Version
 		if r.Outcome != want[k] {
 			t.Errorf("%s: %s (%s: %v), want %s", k, r.Outcome, r.Reason, r.Err, want[k])
 		}
-		if wantFrom := map[bool]string{true: "", false: "stored"}[k == "hub-c 1.1"]; r.From != wantFrom {
+		if wantFrom := map[bool]deadletter.ReplaySource{true: "", false: deadletter.ReplayFromStored}[k == "hub-c 1.1"]; r.From != wantFrom {
 			t.Errorf("%s: from %q, want %q", k, r.From, wantFrom)
 		}
-		if !strings.Contains(r.Line("replay"), r.Outcome) {
+		if !strings.Contains(r.Line("replay"), string(r.Outcome)) {
 			t.Errorf("%s: line %q does not say %s", k, r.Line("replay"), r.Outcome)
 		}
 	}
@@ -308,11 +308,11 @@ func TestReplayFromKafka(t *testing.T) {
 	for _, r := range res {
 		switch r.Row.Hub {
 		case "hub-k":
-			if r.Outcome != deadletter.ReplayApplied || r.From != "kafka" {
+			if r.Outcome != deadletter.ReplayApplied || r.From != deadletter.ReplayFromKafka {
 				t.Errorf("hub-k: %s from %q (%s: %v), want applied from kafka", r.Outcome, r.From, r.Reason, r.Err)
 			}
 		case "hub-gone":
-			if r.Outcome != Skipped || r.Err == nil {
+			if r.Outcome != deadletter.ReplaySkipped || r.Err == nil {
 				t.Errorf("hub-gone: %s (%v), want skipped with the reason", r.Outcome, r.Err)
 			}
 		}

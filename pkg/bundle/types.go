@@ -1,5 +1,14 @@
 package bundle
 
+// GlobalHubPrefix precedes the name of every bundle type of the global-hub
+// wire profile: the type of the multicluster global-hub agent's CloudEvent
+// after transport.GlobalHubEventTypePrefix, behind this, as in
+// "globalhub.managedcluster", so that those types can never meet STB's own
+// in a conflation unit or in status.bundle_versions. The transport names
+// the bundles it decodes so, dbsyncers registers its syncers under such
+// names, and the simulator publishes under them.
+const GlobalHubPrefix = "globalhub."
+
 // Rule says when a bundle type's dependency is satisfied.
 type Rule uint8
 

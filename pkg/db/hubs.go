@@ -11,7 +11,33 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// HubAction is what a hub request does.
+// HubState is where a hub is in its lifecycle (README "Hub lifecycle"),
+// as status.hubs.state stores it; the column's CHECK constraint and
+// default say the same (TestSchemaValuesMatchGo).
+type HubState string
+
+// The states of a hub.
+const (
+	// HubActive: the hub sends; any bundle written makes it active again.
+	HubActive HubState = "active"
+	// HubInactive: no heartbeat of the hub was received for
+	// --hub-inactive-after.
+	HubInactive HubState = "inactive"
+	// HubDeleted: the hub was deleted; its versions are tombstones.
+	HubDeleted HubState = "deleted"
+)
+
+// AllHubStates lists every state, in the order stb_hubs reports them.
+var AllHubStates = []HubState{HubActive, HubInactive, HubDeleted}
+
+// Active reports whether s is HubActive, for templates.
+func (s HubState) Active() bool { return s == HubActive }
+
+// Deleted reports whether s is HubDeleted, for templates.
+func (s HubState) Deleted() bool { return s == HubDeleted }
+
+// HubAction is what a hub request does, as status.hub_requests.action
+// stores it.
 type HubAction string
 
 // The hub requests (README "Hub lifecycle").
@@ -25,6 +51,9 @@ const (
 	// scratch whose incarnation went backwards.
 	ResetHub HubAction = "reset"
 )
+
+// AllHubActions lists every action.
+var AllHubActions = []HubAction{DeleteHub, ResetHub}
 
 // HubRequestChannel is the NOTIFY channel a committed request is announced
 // on, with its id as payload. Bridges LISTEN on it and also poll
@@ -131,15 +160,15 @@ func ApplyHubRequest(ctx context.Context, pool interface {
 		if err := lockVersions(ctx, tx, req, &res); err != nil {
 			return err
 		}
-		state, err := markHub(ctx, tx, req)
+		state, skip, err := markHub(ctx, tx, req)
 		if err != nil {
 			return err
 		}
 		switch {
-		case state == "skip":
+		case skip:
 			res = HubResult{Skipped: true}
 			return errSkip
-		case state == "deleted" && req.Action == DeleteHub:
+		case state == HubDeleted && req.Action == DeleteHub:
 			res.AlreadyDeleted = true
 		}
 		if res.Removed, err = deleteHubRows(ctx, tx, req.Hub); err != nil {
@@ -218,37 +247,35 @@ func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult
 }
 
 // markHub sets the hub's state for the request and returns the state it
-// had ("" for a hub without a row), or "skip" when InactiveFor rules it
-// out.
-func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (string, error) {
-	var prev string
-	err := tx.QueryRow(ctx, `SELECT state FROM status.hubs WHERE name = $1 FOR UPDATE`, req.Hub).Scan(&prev)
+// had ("" for a hub without a row), or skip when InactiveFor rules it out.
+func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (prev HubState, skip bool, err error) {
+	err = tx.QueryRow(ctx, `SELECT state FROM status.hubs WHERE name = $1 FOR UPDATE`, req.Hub).Scan(&prev)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("lock hub: %w", err)
+		return "", false, fmt.Errorf("lock hub: %w", err)
 	}
 	if req.InactiveFor > 0 {
 		var ok bool
 		if err := tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM status.hubs WHERE name = $1 AND state = 'inactive'
+			SELECT EXISTS (SELECT 1 FROM status.hubs WHERE name = $1 AND state = $3
 				AND state_since <= now() - make_interval(secs => $2))`,
-			req.Hub, req.InactiveFor.Seconds()).Scan(&ok); err != nil {
-			return "", fmt.Errorf("check inactive: %w", err)
+			req.Hub, req.InactiveFor.Seconds(), string(HubInactive)).Scan(&ok); err != nil {
+			return "", false, fmt.Errorf("check inactive: %w", err)
 		}
 		if !ok {
-			return "skip", nil
+			return "", true, nil
 		}
 	}
 	if req.Action == ResetHub {
-		return prev, nil
+		return prev, false, nil
 	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO status.hubs AS h (name, state, state_since) VALUES ($1, 'deleted', now())
+		INSERT INTO status.hubs AS h (name, state, state_since) VALUES ($1, $2, now())
 		ON CONFLICT (name) DO UPDATE SET
-			state = 'deleted', updated_at = now(),
-			state_since = CASE WHEN h.state = 'deleted' THEN h.state_since ELSE now() END`, req.Hub); err != nil {
-		return "", fmt.Errorf("mark deleted: %w", err)
+			state = excluded.state, updated_at = now(),
+			state_since = CASE WHEN h.state = excluded.state THEN h.state_since ELSE now() END`, req.Hub, string(HubDeleted)); err != nil {
+		return "", false, fmt.Errorf("mark deleted: %w", err)
 	}
-	return prev, nil
+	return prev, false, nil
 }
 
 // deleteHubRows removes the hub's rows from every table that has them.
@@ -325,10 +352,10 @@ func LoadHubVersions(ctx context.Context, q Querier, hub string) ([]StoredVersio
 // never sent one) and returns how many it marked.
 func MarkInactiveHubs(ctx context.Context, e Execer, after time.Duration) (int64, error) {
 	tag, err := e.Exec(ctx, `
-		UPDATE status.hubs h SET state = 'inactive', state_since = now()
-		WHERE h.state = 'active'
+		UPDATE status.hubs h SET state = $2, state_since = now()
+		WHERE h.state = $3
 		  AND coalesce((SELECT hb.received_at FROM status.hub_heartbeats hb WHERE hb.hub = h.name),
-		               h.state_since) < now() - make_interval(secs => $1)`, after.Seconds())
+		               h.state_since) < now() - make_interval(secs => $1)`, after.Seconds(), string(HubInactive), string(HubActive))
 	if err != nil {
 		return 0, fmt.Errorf("db: mark inactive hubs: %w", err)
 	}
@@ -339,8 +366,8 @@ func MarkInactiveHubs(ctx context.Context, e Execer, after time.Duration) (int64
 func HubsInactiveFor(ctx context.Context, q Querier, d time.Duration) ([]string, error) {
 	rows, err := q.Query(ctx, `
 		SELECT name FROM status.hubs
-		WHERE state = 'inactive' AND state_since <= now() - make_interval(secs => $1)
-		ORDER BY state_since`, d.Seconds())
+		WHERE state = $2 AND state_since <= now() - make_interval(secs => $1)
+		ORDER BY state_since`, d.Seconds(), string(HubInactive))
 	if err != nil {
 		return nil, fmt.Errorf("db: inactive hubs: %w", err)
 	}
@@ -366,18 +393,18 @@ func CountHubStates(ctx context.Context, q Querier) (HubStates, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			state string
+			state HubState
 			n     int64
 		)
 		if err := rows.Scan(&state, &n); err != nil {
 			return s, fmt.Errorf("db: count hubs: %w", err)
 		}
 		switch state {
-		case "active":
+		case HubActive:
 			s.Active = n
-		case "inactive":
+		case HubInactive:
 			s.Inactive = n
-		case "deleted":
+		case HubDeleted:
 			s.Deleted = n
 		}
 	}
@@ -389,7 +416,7 @@ func CountHubStates(ctx context.Context, q Querier) (HubStates, error) {
 
 // HubStatus is a hub's row of status.hubs.
 type HubStatus struct {
-	State string
+	State HubState
 	Since time.Time
 }
 

@@ -4,9 +4,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/stbridge/stb/pkg/redact"
 )
 
-// redacted replaces every password this package would otherwise print.
+// redacted replaces every password this package would otherwise print:
+// "xxxxx", as pgconn writes a connection string in its own errors, so
+// that a password shows the same way whichever of the two printed it.
 const redacted = "xxxxx"
 
 var (
@@ -82,35 +86,15 @@ func secrets(s string) []string {
 	return out
 }
 
-// scrubbedError carries an error whose text might quote the connection
-// string (net/url and pgconn parse errors do, unredacted). Error shows the
-// text with the connection string and its passwords redacted; Unwrap keeps
-// the original for errors.Is and errors.As.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
 // RedactError returns err with connString and its passwords redacted from
 // its text, for errors of code that was handed a connection string (the
 // parse errors of net/url and pgconn quote it, password included). The
 // result unwraps to err, so errors.Is and errors.As still see through it.
 // It returns nil for a nil err.
 func RedactError(err error, connString string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if connString != "" {
-		msg = strings.ReplaceAll(msg, connString, RedactURL(connString))
-	}
+	oldnew := []string{connString, RedactURL(connString)}
 	for _, p := range secrets(connString) {
-		msg = strings.ReplaceAll(msg, p, redacted)
-		msg = strings.ReplaceAll(msg, url.QueryEscape(p), redacted)
-		msg = strings.ReplaceAll(msg, url.PathEscape(p), redacted)
+		oldnew = append(oldnew, p, redacted, url.QueryEscape(p), redacted, url.PathEscape(p), redacted)
 	}
-	return &scrubbedError{msg: msg, err: err}
+	return redact.Error(err, oldnew...)
 }

@@ -4,35 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/stbridge/stb/pkg/backoff"
 )
 
 // QueueConfig configures a Queue. Start from DefaultQueueConfig.
 type QueueConfig struct {
 	// MaxBatch is the most letters stored in one statement.
 	MaxBatch int
-	// MinBackoff and MaxBackoff bound the wait between attempts while the
-	// database refuses a batch; it doubles, with jitter, from one to the
-	// other.
-	MinBackoff, MaxBackoff time.Duration
+	// Backoff is the wait between attempts while the database refuses a
+	// batch.
+	Backoff backoff.Exponential
 }
 
 // DefaultQueueConfig returns the defaults: batches of up to 1,000 letters
 // (one statement of a few hundred KiB for small messages), retried from
 // 100 ms up to every 5 s.
 func DefaultQueueConfig() QueueConfig {
-	return QueueConfig{MaxBatch: 1000, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+	return QueueConfig{MaxBatch: 1000, Backoff: backoff.Exponential{Min: 100 * time.Millisecond, Max: 5 * time.Second}}
 }
 
 // Validate checks the configuration; it changes nothing.
 func (c QueueConfig) Validate() error {
-	if c.MaxBatch < 1 || c.MinBackoff <= 0 || c.MaxBackoff < c.MinBackoff {
-		return fmt.Errorf("deadletter queue: need MaxBatch ≥ 1 and 0 < MinBackoff ≤ MaxBackoff, got %d, %v, %v", c.MaxBatch, c.MinBackoff, c.MaxBackoff)
+	if c.MaxBatch < 1 {
+		return fmt.Errorf("deadletter queue: need MaxBatch ≥ 1, got %d", c.MaxBatch)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		return fmt.Errorf("deadletter queue: %w", err)
 	}
 	return nil
 }
@@ -113,7 +116,7 @@ func (q *Queue) Stored() int64 { return q.stored.Load() }
 // the database refuses them. It returns nil when ctx ends; what is still
 // queued then is for Flush.
 func (q *Queue) Run(ctx context.Context) error {
-	backoff := q.cfg.MinBackoff
+	failures := 0 // in a row
 	for {
 		select {
 		case <-ctx.Done():
@@ -125,7 +128,8 @@ func (q *Queue) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				wait := backoff/2 + rand.N(backoff/2+1)
+				failures++
+				wait := q.cfg.Backoff.Delay(failures)
 				q.logger.Warn("dead letters not stored yet; retrying", zap.Int("queued", q.Len()),
 					zap.Duration("retryIn", wait), zap.Error(err))
 				select {
@@ -133,10 +137,9 @@ func (q *Queue) Run(ctx context.Context) error {
 					return nil
 				case <-time.After(wait):
 				}
-				backoff = min(2*backoff, q.cfg.MaxBackoff)
 				continue
 			}
-			backoff = q.cfg.MinBackoff
+			failures = 0
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
@@ -24,7 +25,7 @@ func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultQueueConfig()
-	cfg.MaxBatch, cfg.MinBackoff, cfg.MaxBackoff = 7, 10*time.Millisecond, 50*time.Millisecond
+	cfg.MaxBatch, cfg.Backoff = 7, backoff.Exponential{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond}
 	core, logs := observer.New(zapcore.WarnLevel)
 	q, err := NewQueue(cfg, NewWriter(pool), zap.New(core))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/redact"
 )
 
 // Row is one stored dead letter, as `stb deadletters` shows and replays it.
@@ -28,23 +29,11 @@ type Row struct {
 	Data      []byte
 	CreatedAt time.Time
 	// ReplayedAt is when the last replay ran (zero if never);
-	// ReplayOutcome how it ended: applied, stale or failed.
+	// ReplayOutcome how it ended: applied, stale or failed (NotReplayed
+	// if never).
 	ReplayedAt    time.Time
-	ReplayOutcome string
+	ReplayOutcome ReplayOutcome
 }
-
-// Outcomes of a replay (status.dead_letters.replay_outcome).
-const (
-	// ReplayApplied: the bundle went through the version fence and was
-	// written.
-	ReplayApplied = "applied"
-	// ReplayStale: the database already held the bundle's version or a
-	// newer one; nothing was written.
-	ReplayStale = "stale"
-	// ReplayFailed: rejected or refused again; the row's reason and error
-	// are the new ones.
-	ReplayFailed = "failed"
-)
 
 // Filter selects dead letters. Zero fields select everything.
 type Filter struct {
@@ -87,7 +76,7 @@ func (f Filter) where() (string, []any) {
 		add("id = ANY($%d)", f.IDs)
 	}
 	if f.NotApplied {
-		conds = append(conds, "replay_outcome NOT IN ('applied', 'stale')")
+		add("replay_outcome <> ALL($%d)", []string{string(ReplayApplied), string(ReplayStale)})
 	}
 	if len(conds) == 0 {
 		return "true", nil
@@ -201,17 +190,20 @@ func Purge(ctx context.Context, db Querier, f Filter) (int64, error) {
 
 // MarkReplayed records the outcome of a replay of row id. A failed replay
 // also replaces the row's reason and error with the new ones.
-func MarkReplayed(ctx context.Context, db Querier, id int64, outcome string, reason Reason, cause error) error {
+func MarkReplayed(ctx context.Context, db Querier, id int64, outcome ReplayOutcome, reason Reason, cause error) error {
+	if !outcome.Stored() {
+		return fmt.Errorf("mark dead letter %d replayed: outcome %q is not stored", id, outcome)
+	}
 	var err error
 	if outcome == ReplayFailed {
 		msg := ""
 		if cause != nil {
-			msg = capText(clean(cause.Error()), maxHeaderBytes)
+			msg = redact.Cap(clean(cause.Error()), maxHeaderBytes)
 		}
 		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2, reason = $3, error = $4 WHERE id = $1`,
-			id, outcome, string(reason), msg)
+			id, string(outcome), string(reason), msg)
 	} else {
-		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2 WHERE id = $1`, id, outcome)
+		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2 WHERE id = $1`, id, string(outcome))
 	}
 	if err != nil {
 		return fmt.Errorf("mark dead letter %d replayed: %w", id, err)

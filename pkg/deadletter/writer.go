@@ -5,18 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/redact"
 )
 
 // MaxDataBytes caps the raw data kept per dead letter; a 5 MiB payload is
 // evidence enough in its first 64 KiB.
 const MaxDataBytes = 64 << 10
 
-// Letter is one dead letter.
+// Letter is one dead letter, the one type from where it is made to where
+// it is stored: the transport reader rejects a message with one
+// (transport.Reject carries it) and hands it to a Queue, a failed write
+// makes them with Bundles, and the Writer stores them.
 type Letter struct {
 	Hub, Type, Version string
 	Origin             bundle.Origin
@@ -96,10 +99,10 @@ func (w *Writer) Write(ctx context.Context, letters ...Letter) (int64, error) {
 		// and text refuse NUL, an index entry must fit in a page).
 		h := make(map[string]string, len(l.Headers))
 		for k, v := range l.Headers {
-			h[capText(clean(k), maxHeaderBytes)] = capText(clean(v), maxHeaderBytes)
+			h[redact.Cap(clean(k), maxHeaderBytes)] = redact.Cap(clean(v), maxHeaderBytes)
 		}
 		if len(l.Key) > 0 {
-			h[KeyHeader] = capText(clean(string(l.Key)), maxHeaderBytes)
+			h[KeyHeader] = redact.Cap(clean(string(l.Key)), maxHeaderBytes)
 		}
 		hj, err := json.Marshal(h)
 		if err != nil {
@@ -113,10 +116,10 @@ func (w *Writer) Write(ctx context.Context, letters ...Letter) (int64, error) {
 		if len(d) > MaxDataBytes {
 			d = d[:MaxDataBytes]
 		}
-		hubs[i], types[i] = capText(clean(l.Hub), maxKeyBytes), capText(clean(l.Type), maxKeyBytes)
-		versions[i], topics[i] = capText(clean(l.Version), maxKeyBytes), capText(clean(l.Origin.Topic), maxKeyBytes)
+		hubs[i], types[i] = redact.Cap(clean(l.Hub), maxKeyBytes), redact.Cap(clean(l.Type), maxKeyBytes)
+		versions[i], topics[i] = redact.Cap(clean(l.Version), maxKeyBytes), redact.Cap(clean(l.Origin.Topic), maxKeyBytes)
 		parts[i], offsets[i] = l.Origin.Partition, l.Origin.Offset
-		reasons[i], errs[i], headers[i], data[i] = string(l.Reason), capText(clean(msg), maxHeaderBytes), string(hj), d
+		reasons[i], errs[i], headers[i], data[i] = string(l.Reason), redact.Cap(clean(msg), maxHeaderBytes), string(hj), d
 	}
 	tag, err := w.db.Exec(ctx, insertLetters, hubs, types, versions, topics, parts, offsets, reasons, errs, headers, data)
 	if err != nil {
@@ -132,18 +135,6 @@ const (
 	maxKeyBytes    = 512
 	maxHeaderBytes = 4 << 10
 )
-
-// capText cuts s to at most n bytes on a UTF-8 boundary, marking the cut.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
 
 // clean drops NUL bytes and invalid UTF-8, which text columns refuse: a
 // hostile hub name must not make its own dead letter fail.

@@ -22,8 +22,8 @@
 //
 // In its first round and after a restart a hub sends its full state
 // (managedclusters, clusterspolicies, compliance) before any delta, as a
-// real agent does. The messages go to a Publisher; the command line adapts
-// it to the Kafka transport. Everything but the event times follows from
+// real agent does. The messages go to a Publisher; KafkaPublisher sends
+// them through the transport. Everything but the event times follows from
 // Config.Seed: the same configuration gives the same messages and the same
 // Expected.
 //

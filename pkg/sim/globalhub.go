@@ -52,21 +52,21 @@ import (
 // versions start again with every migration.
 
 // Bundle types of the global-hub agent, as the bridge's global-hub profile
-// names them (its type after the CloudEvents prefix, behind GHTypePrefix).
+// names them (its type after the CloudEvents prefix, behind
+// bundle.GlobalHubPrefix).
 const (
-	GHTypePrefix             = "globalhub."
-	TypeGHHeartbeat          = GHTypePrefix + "managedhub.heartbeat"
-	TypeGHHubInfo            = GHTypePrefix + "managedhub.info"
-	TypeGHManagedCluster     = GHTypePrefix + "managedcluster"
-	TypeGHLocalSpec          = GHTypePrefix + "policy.localspec"
-	TypeGHLocalCompliance    = GHTypePrefix + "policy.localcompliance"
-	TypeGHCompleteCompliance = GHTypePrefix + "policy.localcompletecompliance"
-	TypeGHClusterEvent       = GHTypePrefix + "event.managedcluster"
-	TypeGHRootPolicyEvent    = GHTypePrefix + "event.localrootpolicy"
-	TypeGHReplicatedEvent    = GHTypePrefix + "event.localreplicatedpolicy"
-	TypeGHCGUEvent           = GHTypePrefix + "event.clustergroupupgrade"
-	TypeGHAlertCounts        = GHTypePrefix + "security.alertcounts"
-	TypeGHMigration          = GHTypePrefix + "managedclustermigration"
+	TypeGHHeartbeat          = bundle.GlobalHubPrefix + "managedhub.heartbeat"
+	TypeGHHubInfo            = bundle.GlobalHubPrefix + "managedhub.info"
+	TypeGHManagedCluster     = bundle.GlobalHubPrefix + "managedcluster"
+	TypeGHLocalSpec          = bundle.GlobalHubPrefix + "policy.localspec"
+	TypeGHLocalCompliance    = bundle.GlobalHubPrefix + "policy.localcompliance"
+	TypeGHCompleteCompliance = bundle.GlobalHubPrefix + "policy.localcompletecompliance"
+	TypeGHClusterEvent       = bundle.GlobalHubPrefix + "event.managedcluster"
+	TypeGHRootPolicyEvent    = bundle.GlobalHubPrefix + "event.localrootpolicy"
+	TypeGHReplicatedEvent    = bundle.GlobalHubPrefix + "event.localreplicatedpolicy"
+	TypeGHCGUEvent           = bundle.GlobalHubPrefix + "event.clustergroupupgrade"
+	TypeGHAlertCounts        = bundle.GlobalHubPrefix + "security.alertcounts"
+	TypeGHMigration          = bundle.GlobalHubPrefix + "managedclustermigration"
 
 	// GlobalHubTopicPrefix starts the topic of each hub of the global-hub
 	// agent ("gh-status.<hub>"); GlobalHubSharedTopic is the one topic all

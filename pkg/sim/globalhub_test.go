@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
 )
 
 // ghTestConfig exercises everything: restarts, losses, small frames and
@@ -376,7 +378,7 @@ func TestGlobalHubSendModes(t *testing.T) {
 		}
 		single := cfg.GlobalHub.single(i)
 		for _, m := range ms {
-			if !strings.HasPrefix(m.Type, GHTypePrefix+"event.") {
+			if !strings.HasPrefix(m.Type, bundle.GlobalHubPrefix+"event.") {
 				if m.SendMode != "" {
 					t.Fatalf("hub %s: %s with sendmode %q", hub, m.Type, m.SendMode)
 				}
@@ -436,7 +438,7 @@ func TestGlobalHubHubInfo(t *testing.T) {
 func TestGlobalHubTopics(t *testing.T) {
 	_, msgs := runGH(t, Config{Hubs: 3, Clusters: 2, Generations: 3, Seed: 73})
 	for _, m := range msgs {
-		if m.Topic != GlobalHubTopicPrefix+m.Hub || !strings.HasPrefix(m.Type, GHTypePrefix) {
+		if m.Topic != GlobalHubTopicPrefix+m.Hub || !strings.HasPrefix(m.Type, bundle.GlobalHubPrefix) {
 			t.Fatalf("%s of %s to %s", m.Type, m.Hub, m.Topic)
 		}
 	}

@@ -6,12 +6,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
 // KafkaPublisher sends the simulator's messages through the transport's
 // Kafka publisher: STB's binary-mode CloudEvents keyed by hub, and the
-// global-hub agent's (types under GHTypePrefix) as that agent encodes
+// global-hub agent's (types under bundle.GlobalHubPrefix) as that agent encodes
 // them, keyed by their event type. Run flushes it after the last message;
 // Close releases the producer.
 type KafkaPublisher struct{ *transport.Publisher }
@@ -43,16 +44,16 @@ func NewKafkaPublisher(cfg transport.PublisherConfig, logger *zap.Logger) (*Kafk
 
 // Publish sends m.
 func (p *KafkaPublisher) Publish(ctx context.Context, m Message) error {
-	if strings.HasPrefix(m.Type, GHTypePrefix) {
+	if strings.HasPrefix(m.Type, bundle.GlobalHubPrefix) {
 		return p.PublishGH(ctx, GHMessage{Message: m})
 	}
-	return p.Publisher.Publish(ctx, transport.Envelope(m))
+	return p.Publisher.Publish(ctx, m)
 }
 
 // PublishGH sends a message of the global-hub agent as its producer does.
 func (p *KafkaPublisher) PublishGH(ctx context.Context, m GHMessage) error {
 	e := transport.GlobalHubEvent{
-		Topic: m.Topic, Hub: m.Hub, Type: strings.TrimPrefix(m.Type, GHTypePrefix), ID: m.ID,
+		Topic: m.Topic, Hub: m.Hub, Type: strings.TrimPrefix(m.Type, bundle.GlobalHubPrefix), ID: m.ID,
 		Version:  m.Version.String(), // the agent's "<generation>.<value>"
 		SendMode: m.SendMode, Extensions: m.Extensions, ChunkSize: m.ChunkSize, ChunkEnd: m.ChunkEnd,
 		Time: m.Time, Data: m.Data,

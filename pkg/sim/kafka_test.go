@@ -61,7 +61,7 @@ func TestKafkaPublisherSharedTopic(t *testing.T) {
 				h[kv.Key] = string(kv.Value)
 			}
 			key := string(r.Key)
-			if h["ce_type"] != key || !strings.HasPrefix(key, transport.GlobalHubTypePrefix) {
+			if h["ce_type"] != key || !strings.HasPrefix(key, transport.GlobalHubEventTypePrefix) {
 				t.Fatalf("record keyed %q of type %q", key, h["ce_type"])
 			}
 			if p, ok := partitionOf[key]; ok && p != r.Partition {

@@ -2,43 +2,18 @@ package sim
 
 import (
 	"context"
-	"time"
 
-	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/transport"
 )
 
-// Message is one bundle as a hub publishes it; the fields map one to one
-// onto the CloudEvent the transport sends (DESIGN.md §3).
-//
-// Its fields are those of transport.Envelope, in the same order, so that
-// transport.Envelope(msg) converts one; the package does not import the
-// transport, so that simulating and verifying need no Kafka client. The
-// command line adapts the Kafka publisher with a type like
-//
-//	type kafkaPublisher struct{ *transport.Publisher } // Flush is promoted
-//
-//	func (p kafkaPublisher) Publish(ctx context.Context, m sim.Message) error {
-//		return p.Publisher.Publish(ctx, transport.Envelope(m))
-//	}
-type Message struct {
-	// Topic is the Kafka topic to send to (Config.Topic).
-	Topic string
-	// Hub is the hub's name: the event source and the Kafka message key.
-	Hub string
-	// Type is the short bundle type, such as "heartbeat".
-	Type string
-	// ID is unique per event within one run.
-	ID string
-	// Version is the hub's version of this bundle (extversion).
-	Version bundle.Version
-	// Dependency is the version of the base bundle (extdependencyversion),
-	// nil for types that do not name one.
-	Dependency *bundle.Version
-	// Time is when the hub produced the bundle.
-	Time time.Time
-	// Data is the JSON event data.
-	Data []byte
-}
+// Message is one bundle as a hub publishes it: the transport's Envelope,
+// whose fields map one to one onto the CloudEvent the transport sends
+// (DESIGN.md §3). It is that type, not a copy of it, so that a simulated
+// message goes to the Kafka publisher as it is (KafkaPublisher). Its Topic
+// is Config.Topic, its ID unique per event within one run, its Type the
+// short bundle type ("heartbeat", or one under bundle.GlobalHubPrefix for the
+// global-hub agent).
+type Message = transport.Envelope
 
 // Publisher sends messages. Run calls it from one goroutine, in order; a
 // publisher may buffer, but must keep each hub's messages in order.
@@ -60,7 +35,7 @@ type PublisherFunc func(ctx context.Context, msg Message) error
 func (f PublisherFunc) Publish(ctx context.Context, msg Message) error { return f(ctx, msg) }
 
 // GHMessage is one Kafka message of the global-hub agent (Config.Agent
-// AgentGlobalHub): a Message whose Type is under GHTypePrefix, whose
+// AgentGlobalHub): a Message whose Type is under bundle.GlobalHubPrefix, whose
 // Version is the agent's extversion ("<generation>.<value>" as
 // bundle.Version's "<incarnation>.<generation>") and Dependency its
 // extdependencyversion, with what only that agent's events carry. Its ID

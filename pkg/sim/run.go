@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
 )
 
 // Run simulates cfg.Hubs hubs for cfg.Generations rounds (fewer when
@@ -63,7 +65,7 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 		}
 		var err error
 		switch {
-		case ghPub != nil && strings.HasPrefix(m.Type, GHTypePrefix):
+		case ghPub != nil && strings.HasPrefix(m.Type, bundle.GlobalHubPrefix):
 			err = ghPub.PublishGH(ctx, m)
 		case m.needsGH():
 			err = fmt.Errorf("%T cannot send what a global-hub agent's message carries (no PublishGH)", pub)

@@ -32,16 +32,21 @@ const (
 // a valid event.
 var ErrInvalidEnvelope = errors.New("invalid envelope")
 
-// Envelope is one bundle as a hub sends it.
+// Envelope is one bundle as a hub sends it: the one type for it, which the
+// simulator publishes as sim.Message and Encode makes a CloudEvent of.
 type Envelope struct {
+	// Topic is the Kafka topic to send to.
 	Topic string
-	// Hub is the event source and the Kafka key.
+	// Hub is the hub's name: the event source and the Kafka key.
 	Hub string
 	// Type is the short bundle type, such as "heartbeat".
 	Type string
 	// ID identifies the event; "" generates a random UUID.
-	ID         string
-	Version    bundle.Version
+	ID string
+	// Version is the hub's version of this bundle (extversion).
+	Version bundle.Version
+	// Dependency is the version of the base bundle (extdependencyversion),
+	// nil for types that do not name one.
 	Dependency *bundle.Version
 	// Time is when the hub produced the bundle; zero means now.
 	Time time.Time

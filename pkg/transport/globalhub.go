@@ -21,11 +21,11 @@ import (
 // Its events are told apart by their type prefix; README "Wire format" has
 // the mapping of each type onto STB's rules.
 const (
-	// GlobalHubTypePrefix precedes every global-hub event type.
-	GlobalHubTypePrefix = "io.open-cluster-management.operator.multiclusterglobalhubs."
-	// GlobalHubBundlePrefix precedes the bundle types the profile makes of
-	// them ("globalhub.managedcluster"), so they never meet STB's own types.
-	GlobalHubBundlePrefix = "globalhub."
+	// GlobalHubEventTypePrefix precedes the CloudEvents type of every
+	// global-hub event. The bundle type the profile makes of an event is
+	// the rest behind bundle.GlobalHubPrefix ("globalhub.managedcluster"),
+	// so it never meets STB's own types.
+	GlobalHubEventTypePrefix = "io.open-cluster-management.operator.multiclusterglobalhubs."
 	// GlobalHubTopicPrefix is the prefix of the per-hub status topics
 	// ("gh-status.<hub>"); a message read from one must come from its hub.
 	// The shared topic is "gh-status", without a hub.
@@ -65,7 +65,7 @@ type ghType struct {
 }
 
 // ghTypes are the global-hub event types the bridge stores, by the type
-// after GlobalHubTypePrefix (upstream: pkg/enum/event_type.go, and the
+// after GlobalHubEventTypePrefix (upstream: pkg/enum/event_type.go, and the
 // manager's handlers registered in manager/pkg/status/handlers).
 var ghTypes = map[string]ghType{
 	"managedhub.heartbeat":           {},
@@ -111,7 +111,7 @@ func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
-	if ev.specVersion != event.CloudEventsVersionV1 || !strings.HasPrefix(ev.typ, GlobalHubTypePrefix) {
+	if ev.specVersion != event.CloudEventsVersionV1 || !strings.HasPrefix(ev.typ, GlobalHubEventTypePrefix) {
 		// Not a global-hub event (a structured-mode event is only known
 		// to be one once parsed): STB's own format.
 		return decode(read, msg, rules, receivedAt)
@@ -124,16 +124,16 @@ func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules
 		return nil, r
 	case ev.id == "":
 		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no id"))
-		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
+		r.Hub, r.Type = hub, bundle.GlobalHubPrefix+strings.TrimPrefix(ev.typ, GlobalHubEventTypePrefix)
 		return nil, r
 	case hub == "":
 		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no source"))
-		r.Type = GlobalHubBundlePrefix + strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
+		r.Type = bundle.GlobalHubPrefix + strings.TrimPrefix(ev.typ, GlobalHubEventTypePrefix)
 		return nil, r
 	}
 	if err := checkHubName(hub); err != nil {
 		r := newReject(msg, origin, deadletter.InvalidHub, err)
-		r.Hub, r.Type = hub, GlobalHubBundlePrefix+strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
+		r.Hub, r.Type = hub, bundle.GlobalHubPrefix+strings.TrimPrefix(ev.typ, GlobalHubEventTypePrefix)
 		return nil, r
 	}
 	return g.decode(msg, ev, hub, origin, rules, receivedAt)
@@ -141,8 +141,8 @@ func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules
 
 // decode is Decode past the envelope checks.
 func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origin bundle.Origin, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
-	short := strings.TrimPrefix(ev.typ, GlobalHubTypePrefix)
-	bundleType := GlobalHubBundlePrefix + short
+	short := strings.TrimPrefix(ev.typ, GlobalHubEventTypePrefix)
+	bundleType := bundle.GlobalHubPrefix + short
 	var versionText string
 	reject := func(reason deadletter.Reason, err error) (*bundle.Bundle, *Reject) {
 		r := newReject(msg, origin, reason, err)
@@ -344,5 +344,5 @@ func (r *Reader) decodeMessage(msg *kafka.Message) (*bundle.Bundle, *Reject) {
 // parsing tells).
 func globalHubCandidate(msg *kafka.Message) bool {
 	typ, ok := header(msg, headerType)
-	return !ok || strings.HasPrefix(typ, GlobalHubTypePrefix)
+	return !ok || strings.HasPrefix(typ, GlobalHubEventTypePrefix)
 }

@@ -93,7 +93,7 @@ func newChunkAssembler(limit int) *chunkAssembler {
 func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)) (polled, bool) {
 	msg := it.msg
 	h := chunkHeaders(msg)
-	if h.typ == "" || !strings.HasPrefix(h.typ, GlobalHubTypePrefix) || msg.TopicPartition.Topic == nil {
+	if h.typ == "" || !strings.HasPrefix(h.typ, GlobalHubEventTypePrefix) || msg.TopicPartition.Topic == nil {
 		return it, true
 	}
 	topic, partition := *msg.TopicPartition.Topic, msg.TopicPartition.Partition
@@ -236,6 +236,6 @@ func (r *Reader) rejectIncomplete(first polled, err error) {
 	}
 	rej := newReject(msg, origin, deadletter.BadPayload, err)
 	h := chunkHeaders(msg)
-	rej.Hub, rej.Type = h.source, GlobalHubBundlePrefix+strings.TrimPrefix(h.typ, GlobalHubTypePrefix)
+	rej.Hub, rej.Type = h.source, bundle.GlobalHubPrefix+strings.TrimPrefix(h.typ, GlobalHubEventTypePrefix)
 	r.reject(first.p, rej, first.tc)
 }

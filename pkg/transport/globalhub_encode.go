@@ -15,7 +15,7 @@ type GlobalHubEvent struct {
 	Topic string
 	// Hub is the event's source.
 	Hub string
-	// Type is the type after GlobalHubTypePrefix, as "managedcluster".
+	// Type is the type after GlobalHubEventTypePrefix, as "managedcluster".
 	Type string
 	// ID identifies the event; "" generates a random UUID, as the
 	// agent's CloudEvents client does for every send (WithUUIDs).
@@ -61,7 +61,7 @@ func EncodeGlobalHub(e GlobalHubEvent) (*kafka.Message, error) {
 	ev := event.New(event.CloudEventsVersionV1)
 	ev.SetID(e.ID)
 	ev.SetSource(e.Hub)
-	ev.SetType(GlobalHubTypePrefix + e.Type)
+	ev.SetType(GlobalHubEventTypePrefix + e.Type)
 	ev.SetTime(e.Time)
 	ev.SetExtension(ExtVersion, e.Version)
 	if e.Dependency != "" {
@@ -79,7 +79,7 @@ func EncodeGlobalHub(e GlobalHubEvent) (*kafka.Message, error) {
 		ev.SetExtension(ExtChunkSize, e.ChunkSize)
 		ev.SetExtension(ExtChunkOffset, e.ChunkEnd)
 	}
-	return binaryMessage(&ev, e.Topic, []byte(GlobalHubTypePrefix+e.Type), e.Data)
+	return binaryMessage(&ev, e.Topic, []byte(GlobalHubEventTypePrefix+e.Type), e.Data)
 }
 
 // ChunkGlobalHub cuts e's data into chunks of at most limit bytes as the

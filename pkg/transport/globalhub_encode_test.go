@@ -22,7 +22,7 @@ func TestEncodeGlobalHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(m.Key) != transport.GlobalHubTypePrefix+"managedclustermigration" || *m.TopicPartition.Topic != "gh-status" {
+	if string(m.Key) != transport.GlobalHubEventTypePrefix+"managedclustermigration" || *m.TopicPartition.Topic != "gh-status" {
 		t.Fatalf("key %q, topic %s", m.Key, *m.TopicPartition.Topic)
 	}
 	for k, want := range map[string]string{

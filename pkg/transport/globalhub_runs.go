@@ -217,7 +217,7 @@ func (g *GlobalHub) state(k runKey) *runState {
 // ids of the latest runs' first events. Other types are ignored; runs only
 // move forward, so a bridge that read further keeps what it read.
 func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
-	short, ok := strings.CutPrefix(bundleType, GlobalHubBundlePrefix)
+	short, ok := strings.CutPrefix(bundleType, bundle.GlobalHubPrefix)
 	t, known := ghTypes[short]
 	if !ok || !known || v.Incarnation == 0 {
 		return

@@ -133,7 +133,7 @@ func ghCases() []ghCase {
 		}},
 		ghCase{"type with trailing space", deadletter.UnknownType, func(t testing.TB, topic, hub string) *kafka.Message {
 			m := ghEncode(t, ghEvent(topic, hub, "managedhub.heartbeat"))
-			setHeader(m, "ce_type", transport.GlobalHubTypePrefix+"managedhub.heartbeat ")
+			setHeader(m, "ce_type", transport.GlobalHubEventTypePrefix+"managedhub.heartbeat ")
 			return m
 		}},
 		ghCase{"no source", deadletter.MissingAttribute, func(t testing.TB, topic, hub string) *kafka.Message {
@@ -180,7 +180,7 @@ func TestGlobalHubDecode(t *testing.T) {
 				t.Fatalf("rejected (%s): %v", rej.Reason, rej.Err)
 			}
 			typ, _ := header(msg, "ce_type")
-			if b.Hub != hub || b.Type != dbsyncers.GlobalHubTypePrefix+strings.TrimPrefix(typ, transport.GlobalHubTypePrefix) {
+			if b.Hub != hub || b.Type != bundle.GlobalHubPrefix+strings.TrimPrefix(typ, transport.GlobalHubEventTypePrefix) {
 				t.Fatalf("bundle of hub %q type %q", b.Hub, b.Type)
 			}
 			if b.Origin != (bundle.Origin{Topic: topic, Partition: 0, Offset: int64(10 + i)}) || b.Payload == nil || !b.EventTime.Equal(ghTime) {
@@ -226,7 +226,7 @@ func TestGlobalHubSkipsTypesNotStored(t *testing.T) {
 // per hub) the source alone names the hub, and the key is the event type.
 func TestGlobalHubSharedTopic(t *testing.T) {
 	msg := consumed(ghEncode(t, ghEvent("gh-status", "hub1", "managedhub.heartbeat")), 1, 5)
-	if string(msg.Key) != transport.GlobalHubTypePrefix+"managedhub.heartbeat" {
+	if string(msg.Key) != transport.GlobalHubEventTypePrefix+"managedhub.heartbeat" {
 		t.Fatalf("key %q: the agent keys by event type", msg.Key)
 	}
 	b, rej := transport.NewGlobalHub().Decode(msg, ghRules(t), time.Now())
@@ -354,7 +354,7 @@ func TestGlobalHubCopyOfRunStartFrame(t *testing.T) {
 			if f1 != f2 || f2 != meta {
 				t.Fatalf("the start frames map to %v, %v, %v; want one version", f1, f2, meta)
 			}
-			info := bundle.TypeInfo{Name: dbsyncers.GlobalHubTypePrefix + typ, Kind: bundle.Stream, TakesEqual: true}
+			info := bundle.TypeInfo{Name: bundle.GlobalHubPrefix + typ, Kind: bundle.Stream, TakesEqual: true}
 			if v := read("0.0", "frame-1", 5); !info.Stale(v, meta) {
 				t.Fatalf("a copy of the run's first frame, read after the others, maps to %v: taken after %v", v, meta)
 			}
@@ -487,7 +487,7 @@ func FuzzGlobalHubDecode(f *testing.F) {
 		if b.Hub == "" || b.Payload == nil || b.Size > transport.GlobalHubMaxBundleBytes(rules.MaxBundleBytes) {
 			t.Fatalf("bundle breaks the rules: %+v", b)
 		}
-		if h, ok := strings.CutPrefix(topic, transport.GlobalHubTopicPrefix); ok && strings.HasPrefix(b.Type, dbsyncers.GlobalHubTypePrefix) && h != b.Hub {
+		if h, ok := strings.CutPrefix(topic, transport.GlobalHubTopicPrefix); ok && strings.HasPrefix(b.Type, bundle.GlobalHubPrefix) && h != b.Hub {
 			t.Fatalf("bundle of hub %q from topic %q", b.Hub, topic)
 		}
 	})

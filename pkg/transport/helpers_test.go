@@ -13,6 +13,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/committer"
+	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -72,23 +73,24 @@ func (s *testSink) snapshot() []*bundle.Bundle {
 	return append([]*bundle.Bundle(nil), s.bundles...)
 }
 
-// testRejects records rejects and stores them at once (releases them).
+// testRejects records rejected letters and stores them at once (releases
+// them).
 type testRejects struct {
 	mu      sync.Mutex
-	rejects []transport.Reject
+	rejects []deadletter.Letter
 }
 
-func (r *testRejects) Reject(rej transport.Reject) {
+func (r *testRejects) Add(l deadletter.Letter, release func()) {
 	r.mu.Lock()
-	r.rejects = append(r.rejects, rej)
+	r.rejects = append(r.rejects, l)
 	r.mu.Unlock()
-	rej.Release()
+	release()
 }
 
-func (r *testRejects) snapshot() []transport.Reject {
+func (r *testRejects) snapshot() []deadletter.Letter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]transport.Reject(nil), r.rejects...)
+	return append([]deadletter.Letter(nil), r.rejects...)
 }
 
 // memOffsets serves stored positions from memory; the Postgres store is

@@ -98,7 +98,7 @@ type Deps struct {
 	// this bridge (DESIGN.md §10).
 	Dropper Dropper
 	// GlobalHub, optional, turns on the global-hub wire profile: events
-	// under GlobalHubTypePrefix are decoded by it (globalhub.go) and their
+	// under GlobalHubEventTypePrefix are decoded by it (globalhub.go) and their
 	// chunks assembled (globalhub_chunks.go). Nil reads STB's format only.
 	GlobalHub  *GlobalHub
 	Logger     *zap.Logger
@@ -537,7 +537,7 @@ func (r *Reader) reject(p Partition, rej *Reject, tc *topicCounters) {
 	}
 	// Done once the dead letter is stored, by whoever stores it.
 	rej.Track(p)
-	r.deps.Rejects.Reject(*rej)
+	r.deps.Rejects.Add(rej.Letter, rej.Release)
 }
 
 // kafkaError logs and counts an error the client reported. librdkafka

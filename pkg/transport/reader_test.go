@@ -350,7 +350,7 @@ func originsOf(bs []*bundle.Bundle) []bundle.Origin {
 	return out
 }
 
-func rejectOrigins(rs []transport.Reject) []bundle.Origin {
+func rejectOrigins(rs []deadletter.Letter) []bundle.Origin {
 	out := make([]bundle.Origin, len(rs))
 	for i, r := range rs {
 		out[i] = r.Origin

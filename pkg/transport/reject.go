@@ -7,19 +7,15 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// Reject is a message that could not become a bundle, with what a dead
-// letter needs to explain it. It is also an error.
+// Reject is a message that could not become a bundle: the dead letter
+// that explains it, from the reader to the dead-letter store, and the
+// message's place in its partition. It is also an error.
 type Reject struct {
-	Reason deadletter.Reason
-	Err    error
-	Origin bundle.Origin
-	// Key, Headers and Data are the raw message; Data is not copied.
-	Key     []byte
-	Headers map[string]string
-	Data    []byte
-	// Hub, Type and Version are filled as far as they were read: Type is
-	// the full CloudEvents type, Version the raw extversion text.
-	Hub, Type, Version string
+	// Letter is what is stored. Its Key, Headers and Data are the raw
+	// message (Data is not copied); Hub, Type and Version are filled as
+	// far as they were read: Type is the full CloudEvents type, Version
+	// the raw extversion text.
+	deadletter.Letter
 	// Skipped marks a valid message of a type the bridge knows but does
 	// not store (Reason is empty): it is counted and done, never a dead
 	// letter.
@@ -28,13 +24,13 @@ type Reject struct {
 	tracker bundle.Tracker
 }
 
-// Rejects receives rejected messages; the bridge's dead-letter queue
-// implements it. Reject is called from the reader's decoding goroutine and
+// Rejects receives rejected messages' letters; *deadletter.Queue
+// implements it. Add is called from the reader's decoding goroutine and
 // must not block or do I/O: the message's offset stays outstanding until
-// the receiver calls r.Release, once the dead letter is stored, so the
+// the receiver calls release, once the dead letter is stored, so the
 // committed position never passes a letter that could still be lost.
 type Rejects interface {
-	Reject(r Reject)
+	Add(l deadletter.Letter, release func())
 }
 
 // Track makes r report its message done to t when Release is called.
@@ -62,7 +58,7 @@ func (r *Reject) Unwrap() error { return r.Err }
 // newReject captures the raw message. The headers are copied into a map
 // here, on the reject path only, so accepted messages never pay for it.
 func newReject(msg *kafka.Message, origin bundle.Origin, reason deadletter.Reason, err error) *Reject {
-	r := &Reject{Reason: reason, Err: err, Origin: origin}
+	r := &Reject{Letter: deadletter.Letter{Reason: reason, Err: err, Origin: origin}}
 	if msg == nil {
 		return r
 	}

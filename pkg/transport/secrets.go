@@ -3,6 +3,8 @@ package transport
 import (
 	"slices"
 	"strings"
+
+	"github.com/stbridge/stb/pkg/redact"
 )
 
 // SecretProperty reports whether the librdkafka property k can carry a
@@ -31,9 +33,6 @@ func SecretProperty(k string) bool {
 	}
 	return false
 }
-
-// redacted stands for a secret value wherever it would show.
-const redacted = "***"
 
 // shownProperty reports whether the value of the librdkafka property k
 // may be printed: only for properties known to hold no credential. A name
@@ -78,7 +77,7 @@ func RedactedProperties(props map[string]string) string {
 	for i, k := range keys {
 		v := props[k]
 		if !shownProperty(k) {
-			v = redacted
+			v = redact.Mask
 		}
 		parts[i] = k + "=" + v
 	}
@@ -89,29 +88,11 @@ func RedactedProperties(props map[string]string) string {
 // its text replaced by ***, keeping what it wraps for errors.Is. The Kafka
 // client's errors quote configuration values.
 func RedactError(err error, props map[string]string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := msg
+	var oldnew []string
 	for k, v := range props {
-		if v != "" && SecretProperty(k) {
-			clean = strings.ReplaceAll(clean, v, redacted)
+		if SecretProperty(k) {
+			oldnew = append(oldnew, v, redact.Mask)
 		}
 	}
-	if clean == msg {
-		return err
-	}
-	return &redactedError{msg: clean, err: err}
+	return redact.Error(err, oldnew...)
 }
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-
-// Unwrap lets errors.Is and errors.As see the cause; its own text is not
-// shown by them.
-func (e *redactedError) Unwrap() error { return e.err }

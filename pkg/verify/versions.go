@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
-	"github.com/stbridge/stb/pkg/sim"
 )
 
 // versionsSQL reads every version row. numeric(20,0) is read as text, which
@@ -20,7 +19,7 @@ FROM status.bundle_versions`
 // versions compares status.bundle_versions with the last version each hub
 // sent per type. For a type whose version is only bounded
 // (HubState.VersionsAtMost) a missing row or any version up to the bound
-// matches. The global-hub agent's types (sim.GHTypePrefix) are left out:
+// matches. The global-hub agent's types (bundle.GlobalHubPrefix) are left out:
 // the bridge maps the agent's versions onto runs of its own, so their
 // rows say nothing the simulator can predict; their tables are the truth.
 func (v *verifier) versions(ctx context.Context, db Querier) error {
@@ -32,7 +31,7 @@ func (v *verifier) versions(ctx context.Context, db Querier) error {
 	var hub, typ, inc, gen string
 	_, err = pgx.ForEachRow(rows, []any{&hub, &typ, &inc, &gen}, func() error {
 		st := v.expected(hub, "status.bundle_versions")
-		if st == nil || strings.HasPrefix(typ, sim.GHTypePrefix) {
+		if st == nil || strings.HasPrefix(typ, bundle.GlobalHubPrefix) {
 			return nil
 		}
 		got, err := bundle.ParseVersion(inc + "." + gen)

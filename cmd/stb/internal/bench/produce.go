@@ -12,6 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -148,7 +149,7 @@ func runAhead(ctx context.Context, spec produceSpec, pub *sim.KafkaPublisher, pr
 type encoded struct{ msgs []*kafka.Message }
 
 func (e *encoded) Publish(_ context.Context, m sim.Message) error {
-	if strings.HasPrefix(m.Type, sim.GHTypePrefix) {
+	if strings.HasPrefix(m.Type, bundle.GlobalHubPrefix) {
 		return fmt.Errorf("producing ahead is for STB's wire format, not %s", m.Type)
 	}
 	msg, err := transport.Encode(transport.Envelope(m), transport.DefaultTypePrefix)
