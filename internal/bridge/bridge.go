@@ -172,14 +172,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		// these units have not seen: a compliance bundle read next would
 		// otherwise wait for a clusterspolicies bundle written before the
 		// stored position, which this bridge will never read.
-		BeforeAssign: func(ctx context.Context) error {
-			_, err := b.restoreVersions(ctx)
-			return err
-		},
-		Dropper:    b.manager,
-		GlobalHub:  b.globalHub,
-		Logger:     logger.Named("transport"),
-		Registerer: b.registry,
+		// Only the hubs of the assigned partitions, within the reader's
+		// assignment deadline: this runs inside the rebalance callback.
+		BeforeAssign: b.restorePartitions,
+		Dropper:      b.manager,
+		GlobalHub:    b.globalHub,
+		Logger:       logger.Named("transport"),
+		Registerer:   b.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -283,8 +282,9 @@ func (b *Bridge) addr(name string) string {
 func (b *Bridge) Gatherer() prometheus.Gatherer { return b.registry }
 
 // restoreVersions tells the conflation units the versions the database
-// holds (status.bundle_versions), as processed: at start, and whenever
-// partitions are assigned. Restoring only moves a unit's versions forward.
+// holds (status.bundle_versions), as processed, at start; on assignment
+// restorePartitions does it for the hubs of the assigned partitions.
+// Restoring only moves a unit's versions forward.
 func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
 	versions, err := db.LoadVersions(ctx, b.controlPool)
 	if err != nil {
@@ -292,6 +292,21 @@ func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
 	}
 	b.restore(versions)
 	return len(versions), nil
+}
+
+// restorePartitions is restoreVersions for the hubs read from the given
+// partitions, the reader's BeforeAssign.
+func (b *Bridge) restorePartitions(ctx context.Context, parts []transport.PartitionID) error {
+	topics, numbers := make([]string, len(parts)), make([]int32, len(parts))
+	for i, p := range parts {
+		topics[i], numbers[i] = p.Topic, p.Partition
+	}
+	versions, err := db.PartitionVersions(ctx, b.controlPool, topics, numbers)
+	if err != nil {
+		return err
+	}
+	b.restore(versions)
+	return nil
 }
 
 // restore records stored versions in the conflation units and, with the
