@@ -65,7 +65,7 @@ type Bridge struct {
 	globalHub *transport.GlobalHub
 
 	// readiness says what /readyz and the console report.
-	readiness readiness
+	readiness *readiness
 	// hubs applies hub deletes and resets and sweeps hub states.
 	hubs *hubs.Lifecycle
 	// resyncs sends resync requests; nil without --resync-topic.
@@ -195,7 +195,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.readiness = readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher}
+	b.readiness = &readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher,
+		databaseURL: cfg.DatabaseURL, logger: logger.Named("readiness")}
 	var token string
 	if cfg.AdminTokenFile != "" {
 		raw, err := os.ReadFile(cfg.AdminTokenFile)
