@@ -228,30 +228,61 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	return b, nil
 }
 
-// Close releases the consumer, the listener and the pools; safe to call
-// more than once, and after Run (which closes them itself).
+// Close releases the listeners, the Kafka consumer (leaving its group),
+// the resync producer and the pools, within closeGrace; safe to call more
+// than once, and after Run, which closes them itself. A second call, such
+// as a caller's deferred Close after Run, returns at once: waiting for the
+// first would undo Run's bound on the shutdown.
 func (b *Bridge) Close() {
-	// A second call, such as a caller's deferred Close after Run gave up
-	// on a close that hangs (Kafka gone, the consumer cannot leave its
-	// group), returns at once: waiting for the first would undo Run's
-	// bound on the shutdown.
 	if !b.closing.CompareAndSwap(false, true) {
 		return
 	}
-	if b.reader != nil {
-		_ = b.reader.Close()
-	}
-	for _, s := range b.servers { // already closed by Shutdown if it ran
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	b.closeClients(ctx)
+}
+
+// closeClients closes every client at once, each in its own goroutine, and
+// waits for them until ctx ends: they do not depend on one another (during
+// Close the reader's revocation commits nothing). A client that does not
+// close in time, a consumer that cannot leave its group with Kafka gone or
+// a pool whose connections hang with the database (pgx waits up to 15 s on
+// each), is logged and left behind for the process's exit.
+func (b *Bridge) closeClients(ctx context.Context) {
+	for _, s := range b.servers { // already shut down by Run if it ran
 		_ = s.ln.Close()
 	}
-	if b.workPool != nil {
-		b.workPool.Close()
+	type step struct {
+		name string
+		done chan struct{}
 	}
-	if b.controlPool != nil {
-		b.controlPool.Close()
+	var steps []step
+	run := func(name string, f func()) {
+		s := step{name, make(chan struct{})}
+		steps = append(steps, s)
+		go func() {
+			defer close(s.done)
+			f()
+		}()
+	}
+	if b.reader != nil {
+		run("kafka consumer", func() { _ = b.reader.Close() })
 	}
 	if b.resyncs != nil {
-		b.resyncs.close()
+		run("resync producer", b.resyncs.close)
+	}
+	if b.workPool != nil {
+		run("workers' database pool", b.workPool.Close)
+	}
+	if b.controlPool != nil {
+		run("control database pool", b.controlPool.Close)
+	}
+	for _, s := range steps {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			b.logger.Error("closing timed out; exiting without", zap.String("client", s.name))
+		}
 	}
 }
 
