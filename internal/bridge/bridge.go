@@ -65,7 +65,7 @@ type Bridge struct {
 	globalHub *transport.GlobalHub
 
 	// readiness says what /readyz and the console report.
-	readiness readiness
+	readiness *readiness
 	// hubs applies hub deletes and resets and sweeps hub states.
 	hubs *hubs.Lifecycle
 	// resyncs sends resync requests; nil without --resync-topic.
@@ -172,14 +172,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		// these units have not seen: a compliance bundle read next would
 		// otherwise wait for a clusterspolicies bundle written before the
 		// stored position, which this bridge will never read.
-		BeforeAssign: func(ctx context.Context) error {
-			_, err := b.restoreVersions(ctx)
-			return err
-		},
-		Dropper:    b.manager,
-		GlobalHub:  b.globalHub,
-		Logger:     logger.Named("transport"),
-		Registerer: b.registry,
+		// Only the hubs of the assigned partitions, within the reader's
+		// assignment deadline: this runs inside the rebalance callback.
+		BeforeAssign: b.restorePartitions,
+		Dropper:      b.manager,
+		GlobalHub:    b.globalHub,
+		Logger:       logger.Named("transport"),
+		Registerer:   b.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -196,7 +195,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.readiness = readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher}
+	b.readiness = &readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher,
+		databaseURL: cfg.DatabaseURL, logger: logger.Named("readiness")}
 	var token string
 	if cfg.AdminTokenFile != "" {
 		raw, err := os.ReadFile(cfg.AdminTokenFile)
@@ -228,30 +228,61 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	return b, nil
 }
 
-// Close releases the consumer, the listener and the pools; safe to call
-// more than once, and after Run (which closes them itself).
+// Close releases the listeners, the Kafka consumer (leaving its group),
+// the resync producer and the pools, within closeGrace; safe to call more
+// than once, and after Run, which closes them itself. A second call, such
+// as a caller's deferred Close after Run, returns at once: waiting for the
+// first would undo Run's bound on the shutdown.
 func (b *Bridge) Close() {
-	// A second call, such as a caller's deferred Close after Run gave up
-	// on a close that hangs (Kafka gone, the consumer cannot leave its
-	// group), returns at once: waiting for the first would undo Run's
-	// bound on the shutdown.
 	if !b.closing.CompareAndSwap(false, true) {
 		return
 	}
-	if b.reader != nil {
-		_ = b.reader.Close()
-	}
-	for _, s := range b.servers { // already closed by Shutdown if it ran
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	b.closeClients(ctx)
+}
+
+// closeClients closes every client at once, each in its own goroutine, and
+// waits for them until ctx ends: they do not depend on one another (during
+// Close the reader's revocation commits nothing). A client that does not
+// close in time, a consumer that cannot leave its group with Kafka gone or
+// a pool whose connections hang with the database (pgx waits up to 15 s on
+// each), is logged and left behind for the process's exit.
+func (b *Bridge) closeClients(ctx context.Context) {
+	for _, s := range b.servers { // already shut down by Run if it ran
 		_ = s.ln.Close()
 	}
-	if b.workPool != nil {
-		b.workPool.Close()
+	type step struct {
+		name string
+		done chan struct{}
 	}
-	if b.controlPool != nil {
-		b.controlPool.Close()
+	var steps []step
+	run := func(name string, f func()) {
+		s := step{name, make(chan struct{})}
+		steps = append(steps, s)
+		go func() {
+			defer close(s.done)
+			f()
+		}()
+	}
+	if b.reader != nil {
+		run("kafka consumer", func() { _ = b.reader.Close() })
 	}
 	if b.resyncs != nil {
-		b.resyncs.close()
+		run("resync producer", b.resyncs.close)
+	}
+	if b.workPool != nil {
+		run("workers' database pool", b.workPool.Close)
+	}
+	if b.controlPool != nil {
+		run("control database pool", b.controlPool.Close)
+	}
+	for _, s := range steps {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			b.logger.Error("closing timed out; exiting without", zap.String("client", s.name))
+		}
 	}
 }
 
@@ -283,8 +314,9 @@ func (b *Bridge) addr(name string) string {
 func (b *Bridge) Gatherer() prometheus.Gatherer { return b.registry }
 
 // restoreVersions tells the conflation units the versions the database
-// holds (status.bundle_versions), as processed: at start, and whenever
-// partitions are assigned. Restoring only moves a unit's versions forward.
+// holds (status.bundle_versions), as processed, at start; on assignment
+// restorePartitions does it for the hubs of the assigned partitions.
+// Restoring only moves a unit's versions forward.
 func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
 	versions, err := db.LoadVersions(ctx, b.controlPool)
 	if err != nil {
@@ -292,6 +324,21 @@ func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {
 	}
 	b.restore(versions)
 	return len(versions), nil
+}
+
+// restorePartitions is restoreVersions for the hubs read from the given
+// partitions, the reader's BeforeAssign.
+func (b *Bridge) restorePartitions(ctx context.Context, parts []transport.PartitionID) error {
+	topics, numbers := make([]string, len(parts)), make([]int32, len(parts))
+	for i, p := range parts {
+		topics[i], numbers[i] = p.Topic, p.Partition
+	}
+	versions, err := db.PartitionVersions(ctx, b.controlPool, topics, numbers)
+	if err != nil {
+		return err
+	}
+	b.restore(versions)
+	return nil
 }
 
 // restore records stored versions in the conflation units and, with the

@@ -11,8 +11,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// closeGrace is what closing the clients may take beyond the shutdown
-// timeout: leaving the consumer group and closing idle connections.
+// closeGrace is what the shutdown may take beyond Config.ShutdownTimeout:
+// waiting for aborted transactions to roll back, shutting the HTTP servers
+// down, leaving the consumer group and closing the pools. Every step after
+// the timeout shares it, so Run returns within ShutdownTimeout +
+// closeGrace whatever Kafka and the database do.
 const closeGrace = 2 * time.Second
 
 // component is one running part of the bridge with a context of its own,
@@ -73,12 +76,13 @@ func (c *component) stop(deadline context.Context) bool {
 //     partition's position, which is behind every bundle not written and
 //     every reject whose dead letter was not stored;
 //  5. the HTTP servers, the Kafka consumer (leaving the group) and the
-//     pools close.
+//     pools close, on every path, each within what is left of closeGrace.
 //
-// Run returns within the timeout plus closeGrace even when a component
-// does not stop: what is left running is logged, its offsets are not
-// committed, and a restart replays them. Run returns the error of the
-// component that failed, else that of the final commit, else nil.
+// Run returns within the timeout plus closeGrace even when a component or
+// a client does not stop (the database hangs, Kafka is gone): what is left
+// running is logged, the offsets of unfinished work are not committed,
+// and a restart replays them. Run returns the error of the component that
+// failed, else that of the final commit, else nil.
 func (b *Bridge) Run(ctx context.Context) error {
 	var g errgroup.Group
 	failed := make(chan error, 1)
@@ -113,6 +117,8 @@ func (b *Bridge) Run(ctx context.Context) error {
 
 	sctx, cancel := context.WithTimeout(context.Background(), b.cfg.ShutdownTimeout)
 	defer cancel()
+	grace, gcancel := context.WithDeadline(context.Background(), deadlineOf(sctx).Add(closeGrace))
+	defer gcancel()
 	late := func(step string) {
 		b.logger.Error("shutdown timed out; offsets of unfinished work stay uncommitted and will be replayed",
 			zap.String("step", step), zap.Duration("timeout", b.cfg.ShutdownTimeout))
@@ -125,9 +131,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		b.dispatcher.Abort()
 		// Aborted transactions roll back at once; wait for their reports
 		// so that the final commit sees the bundles back in their units.
-		actx, acancel := context.WithTimeout(context.Background(), closeGrace)
-		workers.stop(actx)
-		acancel()
+		workers.stop(grace)
 	}
 	if letters.stop(sctx) { // 3
 		if err := b.rejects.Flush(sctx); err != nil {
@@ -149,28 +153,30 @@ func (b *Bridge) Run(ctx context.Context) error {
 		late("stop the committer")
 	}
 	for i, c := range servers { // 5
-		hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+		hctx, hcancel := context.WithTimeout(grace, time.Second)
 		_ = b.servers[i].srv.Shutdown(hctx)
 		hcancel()
 		c.cancel()
 	}
-	// Clients are closed only once nothing uses them: closing a pool waits
-	// for its connections to be released.
-	left := time.Until(deadlineOf(sctx)) + closeGrace
+	// The clients are closed once nothing uses them, or once the grace is
+	// up: a pool's Close waits for its connections to come back, and the
+	// consumer's for the reader's poll loop.
 	select {
 	case <-allDone:
-		closed := make(chan struct{})
-		go func() {
-			b.Close()
-			close(closed)
-		}()
-		select {
-		case <-closed:
-		case <-time.After(left):
-			b.logger.Error("closing the Kafka consumer and the pools timed out; exiting without")
+	case <-grace.Done():
+		var running []string
+		for _, c := range append([]*component{reader, workers, letters, commits, hubs}, servers...) {
+			select {
+			case <-c.done:
+			default:
+				running = append(running, c.name)
+			}
 		}
-	case <-time.After(left):
-		b.logger.Error("components still running after the shutdown timeout; exiting without closing the clients")
+		b.logger.Error("components still running after the shutdown timeout; closing the clients under them",
+			zap.Strings("components", running))
+	}
+	if b.closing.CompareAndSwap(false, true) {
+		b.closeClients(grace)
 	}
 	return runErr
 }

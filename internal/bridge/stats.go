@@ -2,12 +2,8 @@ package bridge
 
 import (
 	"context"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/pkg/committer"
 )
 
@@ -98,31 +94,3 @@ func (b *Bridge) Units(hub string) []conflation.UnitState {
 // unreachable, no partitions assigned, commits or writes failing. Empty
 // means ready.
 func (b *Bridge) Problems(ctx context.Context) []string { return b.readiness.Problems(ctx) }
-
-// readiness is what /readyz and the console ask whether the bridge is
-// ready: the components whose state says it.
-type readiness struct {
-	pool       *pgxpool.Pool
-	committer  *committer.Committer
-	dispatcher *dispatcher.Dispatcher
-}
-
-// Problems lists what keeps the bridge from being ready.
-func (r readiness) Problems(ctx context.Context) []string {
-	var problems []string
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := r.pool.Ping(pctx); err != nil {
-		problems = append(problems, "database unreachable: "+err.Error())
-	}
-	if len(r.committer.Partitions()) == 0 {
-		problems = append(problems, "no Kafka partitions assigned")
-	}
-	if err := r.committer.Err(); err != nil {
-		problems = append(problems, "offset commits failing: "+err.Error())
-	}
-	if err := r.dispatcher.Err(); err != nil {
-		problems = append(problems, "database writes failing: "+err.Error())
-	}
-	return problems
-}

@@ -31,6 +31,11 @@ type Store interface {
 type Config struct {
 	// Interval between commits of positions that moved.
 	Interval time.Duration
+	// Timeout bounds each save of positions, whatever the caller's
+	// context says: a database that hangs fails the commit, which the next
+	// one retries, instead of holding the commit that a revocation waits
+	// for. 0 means DefaultTimeout.
+	Timeout time.Duration
 }
 
 // Deps are the committer's collaborators.
@@ -43,32 +48,54 @@ type Deps struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultInterval is the default commit interval.
-const DefaultInterval = 5 * time.Second
+const (
+	// DefaultInterval is the default commit interval.
+	DefaultInterval = 5 * time.Second
+	// DefaultTimeout is the default bound of one save: a commit is one
+	// small statement, so anything near this long is a database in
+	// trouble, and it is well below the reader's revocation timeout and
+	// librdkafka's max.poll.interval.ms.
+	DefaultTimeout = 5 * time.Second
+)
 
 // DefaultConfig returns the defaults.
-func DefaultConfig() Config { return Config{Interval: DefaultInterval} }
+func DefaultConfig() Config { return Config{Interval: DefaultInterval, Timeout: DefaultTimeout} }
 
 // Validate checks the configuration; it changes nothing.
 func (c Config) Validate() error {
 	if c.Interval <= 0 {
 		return fmt.Errorf("commit interval must be positive, got %v", c.Interval)
 	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("commit timeout must not be negative, got %v", c.Timeout)
+	}
 	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	return c
 }
 
 // Committer owns the Partition trackers of the assigned partitions and
 // persists their positions.
 //
-// Lock order: Committer.mu, then Partition.mu. Store I/O happens with
-// neither held; commitMu serialises whole commits so that positions are
-// stored in order.
+// Lock order: commitSem, then Committer.mu, then Partition.mu. Store I/O
+// happens with neither mutex held. commitSem serialises whole commits, so
+// that a position saved is never overwritten by an older one taken before
+// it; it is held across the save, so it is a semaphore and not a mutex:
+// whoever waits for it (Revoke, from the Kafka rebalance callback) waits
+// only until its context ends, and whoever holds it saves within
+// Config.Timeout. A hung database therefore costs a revocation at most
+// its own deadline, never the poll loop's group membership.
 type Committer struct {
 	cfg    Config
 	store  Store
 	logger *zap.Logger
 
-	commitMu sync.Mutex
+	commitSem chan struct{} // one token: the commit in progress
 
 	mu        sync.Mutex
 	parts     map[key]*Partition
@@ -96,7 +123,8 @@ func New(cfg Config, deps Deps) (*Committer, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	c := &Committer{cfg: cfg, store: deps.Store, logger: logger, parts: map[key]*Partition{}}
+	c := &Committer{cfg: cfg.withDefaults(), store: deps.Store, logger: logger, parts: map[key]*Partition{},
+		commitSem: make(chan struct{}, 1)}
 	c.metrics = newCollector(c)
 	if deps.Registerer != nil {
 		if err := deps.Registerer.Register(c.metrics); err != nil {
@@ -140,7 +168,13 @@ func (c *Committer) Partitions() []*Partition {
 	return ps
 }
 
-// Revoke commits a partition a last time and stops tracking it.
+// Revoke commits a partition a last time and stops tracking it. It waits
+// for a commit in progress only until ctx ends, and its own save ends by
+// ctx or Config.Timeout, whichever comes first: the reader calls it from
+// the Kafka rebalance callback, which must return within
+// max.poll.interval.ms whatever the database does. When the final commit
+// fails, the partition is forgotten anyway and its new owner replays from
+// the last position stored.
 func (c *Committer) Revoke(ctx context.Context, topic string, partition int32) error {
 	c.mu.Lock()
 	p, ok := c.parts[key{topic, partition}]
@@ -157,14 +191,25 @@ func (c *Committer) Revoke(ctx context.Context, topic string, partition int32) e
 	return err
 }
 
-// Commit persists every position that moved since the last commit.
+// Commit persists every position that moved since the last commit, within
+// ctx and Config.Timeout.
 func (c *Committer) Commit(ctx context.Context) error {
 	return c.commit(ctx, c.Partitions())
 }
 
+// ErrCommitBusy is returned when ctx ended while waiting for another
+// commit to finish: nothing was saved.
+var ErrCommitBusy = errors.New("another commit of offsets is still in progress")
+
 func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
-	c.commitMu.Lock()
-	defer c.commitMu.Unlock()
+	select {
+	case c.commitSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrCommitBusy, context.Cause(ctx))
+	}
+	defer func() { <-c.commitSem }()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
 
 	c.mu.Lock()
 	clusterID := c.clusterID
@@ -199,7 +244,7 @@ func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
 	c.mu.Unlock()
 	if err != nil {
 		c.metrics.commits.WithLabelValues("error").Inc()
-		return fmt.Errorf("commit %d positions: %w", len(ps), err)
+		return fmt.Errorf("commit %d positions (within %v): %w", len(ps), c.cfg.Timeout, err)
 	}
 	for i, p := range moved {
 		p.markCommitted(ps[i].Offset)
@@ -243,7 +288,8 @@ func (c *Committer) Err() error {
 	return c.lastErr
 }
 
-// Run commits every interval until ctx ends. It does not commit on the way
+// Run commits every interval until ctx ends, each commit within
+// Config.Timeout. It does not commit on the way
 // out: the shutdown sequence calls Commit once the workers have stopped, so
 // the final position includes their last writes.
 func (c *Committer) Run(ctx context.Context) error {

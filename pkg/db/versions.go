@@ -53,6 +53,26 @@ func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
 		ORDER BY hub, bundle_type`)
 }
 
+// PartitionVersions returns every stored version of the hubs that have a
+// bundle read from one of the given partitions (topics[i], partitions[i]),
+// ordered by hub and type: what the bridge refreshes when Kafka assigns it
+// partitions, inside the rebalance callback, so it reads only the hubs
+// those partitions carry and not the whole table. A hub keyed to an
+// assigned partition comes whole, with its rows of other origins
+// (tombstones, rows written before origins were recorded).
+func PartitionVersions(ctx context.Context, q Querier, topics []string, partitions []int32) ([]StoredVersion, error) {
+	if len(topics) != len(partitions) {
+		return nil, fmt.Errorf("db: %d topics for %d partitions", len(topics), len(partitions))
+	}
+	return loadVersions(ctx, q, `
+		SELECT `+versionColumns+`
+		FROM status.bundle_versions
+		WHERE hub IN (
+			SELECT v.hub FROM status.bundle_versions v
+			JOIN unnest($1::text[], $2::integer[]) AS a(topic, p) ON v.topic = a.topic AND v."partition" = a.p)
+		ORDER BY hub, bundle_type`, topics, partitions)
+}
+
 // versionColumns are the columns loadVersions scans, in its order.
 const versionColumns = `hub, bundle_type, incarnation::text, generation::text, topic, "partition", "offset", run_ids, start_frames`
 

@@ -55,4 +55,28 @@ func TestLoadVersions(t *testing.T) {
 	if got, err = db.LoadHubVersions(ctx, pool, "no-such-hub"); err != nil || len(got) != 0 {
 		t.Fatalf("LoadHubVersions(no-such-hub) = %+v, %v; want none", got, err)
 	}
+
+	// hub-a has a row read from status/3 (and others elsewhere), hub-b
+	// none: assigning status/3 refreshes all of hub-a and nothing of hub-b.
+	for _, tc := range []struct {
+		name       string
+		topics     []string
+		partitions []int32
+		want       []db.StoredVersion
+	}{
+		{"the hub's partition", []string{"status"}, []int32{3}, stored[:3]},
+		{"its per-hub topic", []string{"other", "gh-status.hub-a"}, []int32{3, 0}, stored[:3]},
+		{"another partition", []string{"status"}, []int32{4}, nil},
+		{"none", nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := db.PartitionVersions(ctx, pool, tc.topics, tc.partitions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) || (len(got) > 0 && !reflect.DeepEqual(got, tc.want)) {
+				t.Fatalf("PartitionVersions(%v, %v) = %+v, want %+v", tc.topics, tc.partitions, got, tc.want)
+			}
+		})
+	}
 }

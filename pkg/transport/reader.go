@@ -88,11 +88,15 @@ type Deps struct {
 	// (Config.MaxBufferedBytes); the conflation manager implements it.
 	Buffer Buffer
 	// BeforeAssign, optional, runs in the rebalance callback before newly
-	// assigned partitions are read. Another replica may have had them and
-	// written what this bridge has not seen; the bridge refreshes what its
-	// units know of the database from it (DESIGN.md §10). An error is
-	// logged and the partitions are read anyway.
-	BeforeAssign func(ctx context.Context) error
+	// assigned partitions are read, with those partitions. Another replica
+	// may have had them and written what this bridge has not seen; the
+	// bridge refreshes what its units know of the database of the hubs
+	// they carry (DESIGN.md §10). Its context ends after
+	// Config.AssignTimeout, which bounds the whole callback's database
+	// work, so that a database that hangs cannot hold the poll loop past
+	// max.poll.interval.ms. An error is logged and the partitions are read
+	// anyway.
+	BeforeAssign func(ctx context.Context, parts []PartitionID) error
 	// Dropper, optional, forgets what is held of revoked partitions so
 	// that their new owner, which reads it again, never writes alongside
 	// this bridge (DESIGN.md §10).
@@ -103,6 +107,12 @@ type Deps struct {
 	GlobalHub  *GlobalHub
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
+}
+
+// PartitionID names one Kafka partition.
+type PartitionID struct {
+	Topic     string
+	Partition int32
 }
 
 // Buffer reports how many payload bytes are held downstream.

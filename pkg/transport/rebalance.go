@@ -28,13 +28,20 @@ func cooperative(c *kafka.Consumer) bool {
 
 // assign starts each newly assigned partition where its stored position
 // says, registers it with the committer, and hands the assignment to
-// librdkafka.
+// librdkafka. Its database work (BeforeAssign, the claims) shares one
+// deadline, Config.AssignTimeout.
 func (r *Reader) assign(c *kafka.Consumer, parts []kafka.TopicPartition) {
 	ctx, cancel := context.WithTimeout(r.baseContext(), r.cfg.AssignTimeout)
 	defer cancel()
 
 	if r.deps.BeforeAssign != nil && len(parts) > 0 {
-		if err := r.deps.BeforeAssign(ctx); err != nil {
+		ids := make([]PartitionID, 0, len(parts))
+		for _, tp := range parts {
+			if tp.Topic != nil {
+				ids = append(ids, PartitionID{Topic: *tp.Topic, Partition: tp.Partition})
+			}
+		}
+		if err := r.deps.BeforeAssign(ctx, ids); err != nil {
 			r.logger.Error("refreshing state before reading newly assigned partitions failed; bundles that depend on what another replica wrote may wait for their dependency",
 				zap.Int("partitions", len(parts)), zap.Error(err))
 		}
