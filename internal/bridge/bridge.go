@@ -345,7 +345,7 @@ func (b *Bridge) console(token string) *console.Console {
 	rcfg.Reader, rcfg.Profiles = b.cfg.Reader, b.cfg.Profiles
 	return console.New(console.Deps{
 		Units: b.manager, Partitions: b.committer, Readiness: b.readiness, HubStates: b.hubs,
-		Pool: b.controlPool, Replay: &rcfg, ReplayPool: b.replayPool, Types: dbsyncers.AllTypeNames(), Token: token, Logger: b.logger,
+		Pool: b.controlPool, Replay: &rcfg, ReplayPool: b.replayPool, Token: token, Logger: b.logger,
 	})
 }
 

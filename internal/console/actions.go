@@ -196,7 +196,7 @@ func (c *Console) hubAction(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
 	out, err := db.ApplyHubRequest(ctx, c.pool, db.HubRequest{
-		Hub: hub, Action: action, RequestedBy: "console", Types: c.types,
+		Hub: hub, Action: action, RequestedBy: "console",
 	})
 	res.Err = err
 	if err == nil {

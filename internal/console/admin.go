@@ -64,8 +64,6 @@ type Deps struct {
 	// request at a time, so one connection is enough. Nil, with Replay
 	// set, makes the buttons say there is no replayer.
 	ReplayPool *pgxpool.Pool
-	// Types are the bundle types a hub delete leaves tombstones for.
-	Types []string
 	// Token, when not empty, must come with every request as
 	// "Authorization: Bearer <token>".
 	Token string
@@ -83,7 +81,6 @@ type Console struct {
 	pool       *pgxpool.Pool
 	replay     *replay.Config
 	replayPool *pgxpool.Pool
-	types      []string
 	token      string
 	logger     *zap.Logger
 	// csrf is the token every form carries: random per process, so a
@@ -98,7 +95,7 @@ type Console struct {
 // New returns the console over deps.
 func New(deps Deps) *Console {
 	c := &Console{units: deps.Units, partitions: deps.Partitions, ready: deps.Readiness, hubs: deps.HubStates,
-		pool: deps.Pool, replay: deps.Replay, replayPool: deps.ReplayPool, types: deps.Types, token: deps.Token, logger: deps.Logger, csrf: newCSRFToken()}
+		pool: deps.Pool, replay: deps.Replay, replayPool: deps.ReplayPool, token: deps.Token, logger: deps.Logger, csrf: newCSRFToken()}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
