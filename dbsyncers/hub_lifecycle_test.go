@@ -2,6 +2,9 @@ package dbsyncers
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +91,7 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 	}
 	other := rowsOfHub(t, pool, "hub-y")
 
-	req := db.HubRequest{Hub: "hub-x", Action: db.DeleteHub, RequestedBy: "test", Types: AllTypeNames()}
+	req := db.HubRequest{Hub: "hub-x", Action: db.DeleteHub, RequestedBy: "test"}
 	res, err := db.ApplyHubRequest(ctx, pool, req)
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +100,9 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 	for _, n := range before {
 		want += n
 	}
-	if res.Removed != int64(want) || res.Tombstone != 3 || res.Versions != int64(len(req.Types)) || res.AlreadyDeleted || res.ID == 0 {
-		t.Fatalf("delete = %+v; want %d rows removed, %d tombstones at incarnation 3", res, want, len(req.Types))
+	// Tombstones for the 4 types hub-x wrote, none for the other types.
+	if res.Removed != int64(want) || res.Tombstone != 3 || res.Versions != 4 || res.AlreadyDeleted || res.ID == 0 {
+		t.Fatalf("delete = %+v; want %d rows removed, 4 tombstones at incarnation 3", res, want)
 	}
 	if left := rowsOfHub(t, pool, "hub-x"); len(left) != 0 {
 		t.Fatalf("rows of the deleted hub left: %v", left)
@@ -113,10 +117,15 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var types []string
 	for _, sv := range vs {
+		types = append(types, sv.Type)
 		if sv.Version != (bundle.Version{Incarnation: 3, Generation: db.TombstoneGeneration}) {
 			t.Fatalf("%s version %v, want the tombstone 3.max", sv.Type, sv.Version)
 		}
+	}
+	if want := []string{"clusterspolicies", "compliance", "heartbeat", "managedclusters"}; !slices.Equal(types, want) {
+		t.Fatalf("tombstones for %v, want only the types the hub wrote: %v", types, want)
 	}
 
 	// A bundle of the deleted incarnation still in Kafka writes nothing.
@@ -143,24 +152,78 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 	if got := rowsOfHub(t, pool, "hub-x"); len(got) != len(before) {
 		t.Fatalf("the hub came back with rows in %v, want %v", got, before)
 	}
+	// and with no version it never had: every tombstone was of a type it
+	// sends again. (They were 14 here, one for every type the bridge
+	// knows, and the 10 the hub never sent outlived its return, as
+	// versions stb verify found unexpected.)
+	vs, err = db.LoadHubVersions(ctx, pool, "hub-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sv := range vs {
+		if sv.Version.Incarnation != 4 {
+			t.Errorf("after the hub came back, %s at %v: a tombstone of a type it never sent", sv.Type, sv.Version)
+		}
+	}
+}
+
+// TestDeleteOfAHubWithoutVersions: a hub with rows but no stored version
+// (nothing to fence) is deleted without tombstones, and the result says so.
+func TestDeleteOfAHubWithoutVersions(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	ctx := t.Context()
+	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: "hub-none", Action: db.DeleteHub})
+	if err != nil || res.Versions != 0 || res.Tombstone != 0 || res.ID == 0 {
+		t.Fatalf("delete of a hub without versions = %+v, %v; want no tombstone", res, err)
+	}
+	if vs, err := db.LoadHubVersions(ctx, pool, "hub-none"); err != nil || len(vs) != 0 {
+		t.Fatalf("versions after the delete: %v, %v; want none", vs, err)
+	}
+	if d := res.Describe("hub-none", db.DeleteHub); !strings.Contains(d, "no tombstone") {
+		t.Fatalf("Describe = %q, want it to say there is no tombstone", d)
+	}
 }
 
 // TestDeleteWaitsForAWriteInProgress starts a delete while a bridge's
 // transaction has written a bundle of the hub and not committed: the
-// delete must wait for it and then remove what it wrote.
+// delete must wait for it and then remove what it wrote, and leave a
+// tombstone for its type, whether the hub had written that type before
+// (the delete waits on the type's version row) or not (it waits on the
+// hub's row, which the fence takes too: tombstones are only for the
+// types the hub has rows of, and this one has one once the write ends).
 func TestDeleteWaitsForAWriteInProgress(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		b    func(t *testing.T, hub string) *bundle.Bundle
+	}{
+		{"a type the hub had", func(t *testing.T, hub string) *bundle.Bundle {
+			return newBundle(hub, "managedclusters", bundle.Version{Incarnation: 2, Generation: 50},
+				mustDecode(t, "managedclusters", clustersData(clusterJSON("c2", "u2", "1"), clusterJSON("c3", "u3", "1"))))
+		}},
+		{"a type new to the hub", func(t *testing.T, hub string) *bundle.Bundle {
+			return newBundle(hub, "policyevents", bundle.Version{Incarnation: 2, Generation: 50},
+				mustDecode(t, "policyevents", objectsData(event("p1", "c1", "e1", "m", ""))))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			deleteDuringWrite(t, tc.b(t, "hub-w"))
+		})
+	}
+}
+
+func deleteDuringWrite(t *testing.T, b *bundle.Bundle) {
 	pool, _ := dbtest.New(t)
 	ctx := t.Context()
-	writeHub(t, pool, "hub-w", 2)
+	writeHub(t, pool, b.Hub, 2)
 
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	b := newBundle("hub-w", "managedclusters", bundle.Version{Incarnation: 2, Generation: 50},
-		mustDecode(t, "managedclusters", clustersData(clusterJSON("c2", "u2", "1"), clusterJSON("c3", "u3", "1"))))
 	if applied, err := Default().Apply(ctx, tx, []*bundle.Bundle{b}); err != nil || !applied {
 		t.Fatalf("Apply in the open transaction: %v, %v", applied, err)
 	}
@@ -169,7 +232,7 @@ func TestDeleteWaitsForAWriteInProgress(t *testing.T) {
 	var res db.HubResult
 	go func() {
 		var err error
-		res, err = db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: "hub-w", Action: db.DeleteHub, Types: AllTypeNames()})
+		res, err = db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: b.Hub, Action: db.DeleteHub})
 		done <- err
 	}()
 	// The delete must be blocked on the writer's row lock, not finished.
@@ -199,11 +262,15 @@ func TestDeleteWaitsForAWriteInProgress(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if left := rowsOfHub(t, pool, "hub-w"); len(left) != 0 {
+	if left := rowsOfHub(t, pool, b.Hub); len(left) != 0 {
 		t.Fatalf("rows written by the concurrent write survived the delete: %v", left)
 	}
 	if res.Tombstone != 2 {
 		t.Fatalf("tombstone at incarnation %d, want 2", res.Tombstone)
+	}
+	v, ok := readVersion(t, pool, b.Hub, b.Type)
+	if want := "2." + strconv.FormatUint(db.TombstoneGeneration, 10); !ok || v.Version != want {
+		t.Fatalf("%s after the delete: %+v (%v), want the tombstone %s", b.Type, v, ok, want)
 	}
 }
 
@@ -254,7 +321,7 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 	}
 
 	// --hub-delete-after: only a hub inactive that long is deleted.
-	req := db.HubRequest{Action: db.DeleteHub, Types: AllTypeNames(), InactiveFor: time.Hour}
+	req := db.HubRequest{Action: db.DeleteHub, InactiveFor: time.Hour}
 	req.Hub = "hub-quiet"
 	if res, err := db.ApplyHubRequest(ctx, pool, req); err != nil || !res.Skipped {
 		t.Fatalf("delete of a hub inactive for less than the limit = %+v, %v; want skipped", res, err)

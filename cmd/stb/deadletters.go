@@ -161,6 +161,9 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.Reader.VerifySource, "verify-source", cfg.Reader.VerifySource, "reject events whose source is not the Kafka message key, as the bridge does")
 	fs.Var(newListValue(&cfg.Profiles, cfg.Profiles), "profiles", "wire formats read: stb, globalhub")
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "show what each replay would do; write and mark nothing")
+	limit := fs.Int("limit", 0, "replay at most this many letters; 0 replays every letter selected")
+	after := fs.Int64("after", 0, "start after this letter id (where a replay with --limit stopped)")
+	fs.IntVar(&cfg.PageSize, "page-size", replay.DefaultPageSize, "letters loaded from the database at a time (memory holds one page of up to 64 KiB each)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -168,6 +171,10 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *limit < 0 || *after < 0 || cfg.PageSize <= 0 {
+		return fmt.Errorf("--limit and --after must not be negative, --page-size must be positive")
+	}
+	f.Limit, f.After = *limit, *after
 	cfg.Filter = f
 	logger, err := newLogger("warn", "console")
 	if err != nil {
@@ -183,12 +190,16 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	if cfg.DryRun {
 		verb = "dry run"
 	}
-	err = replay.Run(ctx, pool, cfg, logger, func(r replay.Result) {
+	prog, err := replay.Run(ctx, pool, cfg, logger, func(r replay.Result) {
 		counts[r.Outcome]++
 		fmt.Println(r.Line(verb))
 	})
 	fmt.Printf("%s: %d applied, %d stale (nothing written), %d failed again, %d skipped (event gone)\n", verb,
 		counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[deadletter.ReplaySkipped])
+	if prog.Remaining > 0 {
+		fmt.Printf("%s: stopped at --limit %d; %d more letters selected after id %d (--after %d goes on)\n", verb,
+			f.Limit, prog.Remaining, prog.Last, prog.Last)
+	}
 	return err
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -48,7 +47,7 @@ func hubCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: hub, Action: action, RequestedBy: "stb hub " + args[0], Types: dbsyncers.AllTypeNames()})
+	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: hub, Action: action, RequestedBy: "stb hub " + args[0]})
 	if err != nil {
 		return err
 	}

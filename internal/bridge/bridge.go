@@ -34,6 +34,13 @@ import (
 // none of them ever waits behind the workers.
 const controlPoolSize = 4
 
+// replayPoolSize is the connections of the console's replay pool: its own,
+// so that an operator replaying thousands of dead letters never takes the
+// control pool's connections, and one, because the console runs one
+// replay at a time and a replay holds one connection at a time (one
+// transaction per letter).
+const replayPoolSize = 1
+
 // Deps are what the bridge takes from its caller besides Config.
 type Deps struct {
 	// Logger is the bridge's logger; nil logs nothing.
@@ -72,6 +79,9 @@ type Bridge struct {
 	resyncs *resyncPublisher
 	// memory gives evicted units' memory back to the system.
 	memory memoryReleaser
+	// replayPool is the console's, for its replays (replayPoolSize); nil
+	// without the admin listener.
+	replayPool *pgxpool.Pool
 
 	closing atomic.Bool
 }
@@ -110,6 +120,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	if b.controlPool, err = db.Connect(ctx, cfg.DatabaseURL, controlPoolSize); err != nil {
 		return nil, err
+	}
+	if cfg.AdminAddr != "" {
+		if b.replayPool, err = db.Connect(ctx, cfg.DatabaseURL, replayPoolSize); err != nil {
+			return nil, err
+		}
 	}
 
 	reg, gh, err := cfg.registry()
@@ -268,6 +283,9 @@ func (b *Bridge) closeClients(ctx context.Context) {
 	if b.reader != nil {
 		run("kafka consumer", func() { _ = b.reader.Close() })
 	}
+	if b.replayPool != nil {
+		b.replayPool.Close()
+	}
 	if b.resyncs != nil {
 		run("resync producer", b.resyncs.close)
 	}
@@ -374,7 +392,7 @@ func (b *Bridge) console(token string) *console.Console {
 	rcfg.Reader, rcfg.Profiles = b.cfg.Reader, b.cfg.Profiles
 	return console.New(console.Deps{
 		Units: b.manager, Partitions: b.committer, Readiness: b.readiness, HubStates: b.hubs,
-		Pool: b.controlPool, Replay: &rcfg, Types: dbsyncers.AllTypeNames(), Token: token, Logger: b.logger,
+		Pool: b.controlPool, Replay: &rcfg, ReplayPool: b.replayPool, Token: token, Logger: b.logger,
 	})
 }
 

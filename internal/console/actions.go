@@ -20,8 +20,15 @@ import (
 // actionTimeout bounds one console action.
 const actionTimeout = 2 * time.Minute
 
-// maxReplayLines caps the lines a replay shows, one per letter.
-const maxReplayLines = 200
+// MaxReplayPerRequest caps the letters one replay request of the console
+// goes through, so that a request ends well within actionTimeout (each
+// letter can wait for Kafka) and its page shows a line for each. The page
+// says how many more the filter selects and offers to go on after the
+// last one (a dry run marks nothing, so it could not go on otherwise).
+const MaxReplayPerRequest = 200
+
+// replayPageSize is how many letters a console replay loads at a time.
+const replayPageSize = 50
 
 // checkAction accepts a console action only as a POST that carries the
 // process's form token and, when the browser says where it comes from,
@@ -55,6 +62,17 @@ type actionResult struct {
 	Lines []string
 	Err   error
 	Back  string
+	// More, when set, is the form that replays the next letters.
+	More *moreForm
+}
+
+// moreForm replays the letters after the ones a capped replay went
+// through, with the same filter.
+type moreForm struct {
+	CSRF, Reason, Hub string
+	After             int64
+	Remaining         int64
+	DryRun            bool
 }
 
 func (c *Console) actionRoutes(mux *http.ServeMux) {
@@ -63,7 +81,11 @@ func (c *Console) actionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /actions/hub", c.hubAction)
 }
 
-// replayAction replays one letter (id) or those of a reason, dry or not.
+// replayAction replays one letter (id) or those of a reason or a hub, dry
+// or not, at most MaxReplayPerRequest of them after the id in after. It
+// runs on the console's own replay pool, one request at a time, so that a
+// replay never takes a connection the committer, the dead-letter queue or
+// readiness checks need, and holds at most one page of letters.
 func (c *Console) replayAction(w http.ResponseWriter, r *http.Request) {
 	if !c.checkAction(w, r) {
 		return
@@ -78,6 +100,14 @@ func (c *Console) replayAction(w http.ResponseWriter, r *http.Request) {
 		}
 		f.IDs = []int64{id}
 	}
+	if s := r.PostForm.Get("after"); s != "" {
+		after, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || after < 0 {
+			http.Error(w, "bad after", http.StatusBadRequest)
+			return
+		}
+		f.After = after
+	}
 	if len(f.IDs) == 0 && f.Reason == "" && f.Hub == "" {
 		http.Error(w, "say which letters: an id, a reason or a hub", http.StatusBadRequest)
 		return
@@ -90,28 +120,36 @@ func (c *Console) replayAction(w http.ResponseWriter, r *http.Request) {
 		res.Title = "Replay (dry run: nothing written, nothing marked)"
 	}
 	switch {
-	case c.replay == nil:
+	case c.replay == nil || c.replayPool == nil:
 		res.Err = fmt.Errorf("this bridge has no replayer: run stb deadletters replay")
+	case !c.replaying.TryLock():
+		res.Err = fmt.Errorf("a replay is already running on this bridge: wait for it to end, then try again")
 	default:
+		defer c.replaying.Unlock()
 		ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 		defer cancel()
 		cfg := *c.replay
-		cfg.Filter, cfg.DryRun = f, dry
+		f.Limit = MaxReplayPerRequest
+		cfg.Filter, cfg.DryRun, cfg.PageSize = f, dry, replayPageSize
 		verb := "replay"
 		if dry {
 			verb = "dry run"
 		}
 		counts := map[deadletter.ReplayOutcome]int{}
-		err := replay.Run(ctx, c.pool, cfg, c.logger.Named("replay"), func(r replay.Result) {
+		prog, err := replay.Run(ctx, c.replayPool, cfg, c.logger.Named("replay"), func(r replay.Result) {
 			counts[r.Outcome]++
-			if len(res.Lines) < maxReplayLines {
-				res.Lines = append(res.Lines, r.Line(verb))
-			}
+			res.Lines = append(res.Lines, r.Line(verb))
 		})
 		res.Err = err
 		res.Lines = append(res.Lines, fmt.Sprintf("applied %d, stale %d, failed %d, skipped %d",
 			counts[deadletter.ReplayApplied], counts[deadletter.ReplayStale], counts[deadletter.ReplayFailed], counts[deadletter.ReplaySkipped]))
-		c.logger.Info("console: dead letters replayed", zap.Any("counts", counts), zap.Bool("dry_run", dry), zap.Error(err))
+		if prog.Remaining > 0 {
+			res.Lines = append(res.Lines, fmt.Sprintf("stopped after %d letters, the most one request replays; %d more selected after letter %d",
+				prog.Replayed, prog.Remaining, prog.Last))
+			res.More = &moreForm{CSRF: c.csrf, Reason: string(f.Reason), Hub: f.Hub, After: prog.Last, Remaining: prog.Remaining, DryRun: dry}
+		}
+		c.logger.Info("console: dead letters replayed", zap.Any("counts", counts), zap.Bool("dry_run", dry),
+			zap.Int64("remaining", prog.Remaining), zap.Error(err))
 	}
 	render(w, actionTmpl, res)
 }
@@ -158,7 +196,7 @@ func (c *Console) hubAction(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
 	out, err := db.ApplyHubRequest(ctx, c.pool, db.HubRequest{
-		Hub: hub, Action: action, RequestedBy: "console", Types: c.types,
+		Hub: hub, Action: action, RequestedBy: "console",
 	})
 	res.Err = err
 	if err == nil {
@@ -172,5 +210,7 @@ var actionTmpl = template.Must(template.New("action").Funcs(consoleFuncs).Parse(
 <h1 id="action-title">{{.Title}}</h1>
 {{if .Err}}<p class="bad" id="action-error">{{.Err}}</p>{{end}}
 <ul id="action-result">{{range .Lines}}<li>{{.}}</li>{{end}}</ul>
+{{with .More}}<form method="post" action="/actions/replay" id="replay-more"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="reason" value="{{.Reason}}"><input type="hidden" name="hub" value="{{.Hub}}"><input type="hidden" name="after" value="{{.After}}">
+<button>replay the next letters ({{.Remaining}} left)</button> <label><input type="checkbox" name="dry_run"{{if .DryRun}} checked{{end}}> dry run</label></form>{{end}}
 <p><a id="back" href="{{.Back}}">back</a></p>
 </body></html>`))

@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
@@ -57,8 +58,12 @@ type Deps struct {
 	// (the bridge's reader configuration and profiles); nil shows the
 	// command line instead of the buttons.
 	Replay *replay.Config
-	// Types are the bundle types a hub delete leaves tombstones for.
-	Types []string
+	// ReplayPool is the database the replay buttons write through: a
+	// small pool of their own, never the one Pool shares with the
+	// bridge's committer and readiness checks. The console replays one
+	// request at a time, so one connection is enough. Nil, with Replay
+	// set, makes the buttons say there is no replayer.
+	ReplayPool *pgxpool.Pool
 	// Token, when not empty, must come with every request as
 	// "Authorization: Bearer <token>".
 	Token string
@@ -75,7 +80,7 @@ type Console struct {
 	hubs       HubStates
 	pool       *pgxpool.Pool
 	replay     *replay.Config
-	types      []string
+	replayPool *pgxpool.Pool
 	token      string
 	logger     *zap.Logger
 	// csrf is the token every form carries: random per process, so a
@@ -83,12 +88,14 @@ type Console struct {
 	csrf string
 	// overview caches the pass over every unit.
 	overview overviewCache
+	// replaying is held while a replay request runs: one at a time.
+	replaying sync.Mutex
 }
 
 // New returns the console over deps.
 func New(deps Deps) *Console {
 	c := &Console{units: deps.Units, partitions: deps.Partitions, ready: deps.Readiness, hubs: deps.HubStates,
-		pool: deps.Pool, replay: deps.Replay, types: deps.Types, token: deps.Token, logger: deps.Logger, csrf: newCSRFToken()}
+		pool: deps.Pool, replay: deps.Replay, replayPool: deps.ReplayPool, token: deps.Token, logger: deps.Logger, csrf: newCSRFToken()}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}

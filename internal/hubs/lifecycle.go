@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -75,7 +77,9 @@ type Deps struct {
 	// After is the newest request already applied (db.LastHubRequest,
 	// read before the versions were loaded).
 	After int64
-	// Types are the bundle types a delete leaves tombstones for.
+	// Types are every bundle type the bridge knows: after a delete its
+	// memory fences each of them at the tombstones' incarnation, also the
+	// types the hub never sent, which have no tombstone in the database.
 	Types []string
 	// Logger; nil logs nothing.
 	Logger *zap.Logger
@@ -99,7 +103,7 @@ type Lifecycle struct {
 	// forgotten is the newest request whose hub was dropped from memory
 	// (its versions may not be restored yet).
 	forgotten int64
-	// types are the bundle types a delete leaves tombstones for.
+	// types are the bundle types a delete fences in memory (Deps.Types).
 	types []string
 
 	states  atomic.Pointer[Counts]
@@ -302,11 +306,44 @@ func (h *Lifecycle) apply(ctx context.Context, r db.HubRequestRecord) error {
 	if err != nil {
 		return err
 	}
+	if r.Action == db.DeleteHub {
+		versions = fenceEveryType(versions, h.types)
+	}
 	h.memory.Restore(versions)
 	h.applied.WithLabelValues(string(r.Action)).Inc()
 	h.logger.Info("hub dropped from memory", zap.String("hub", r.Hub), zap.String("action", string(r.Action)),
 		zap.Int64("request", r.ID), zap.Int("versions_restored", len(versions)))
 	return nil
+}
+
+// fenceEveryType adds to a deleted hub's stored versions, for each of
+// types it has no row of, the tombstone its rows have: the database keeps
+// tombstones only for the types the hub had written, and the bridge's
+// memory fences the others too, so that a bundle of the deleted
+// incarnation of a type the hub had not written yet (still in Kafka, or
+// read by a lagging replica) cannot bring the hub back. Without a
+// tombstone among versions (the hub had none, or its newer incarnation
+// replaced them all) there is nothing to fence.
+func fenceEveryType(versions []db.StoredVersion, types []string) []db.StoredVersion {
+	var tomb *db.StoredVersion
+	has := make(map[string]bool, len(versions))
+	for i, v := range versions {
+		has[v.Type] = true
+		if v.Version.Generation == db.TombstoneGeneration && (tomb == nil || v.Version.Newer(tomb.Version)) {
+			tomb = &versions[i]
+		}
+	}
+	if tomb == nil {
+		return versions
+	}
+	out := slices.Clip(versions)
+	for _, typ := range types {
+		if !has[typ] {
+			out = append(out, db.StoredVersion{Hub: tomb.Hub, Type: typ, Version: tomb.Version,
+				Origin: bundle.Origin{Partition: -1, Offset: -1}})
+		}
+	}
+	return out
 }
 
 // sweep marks hubs inactive, deletes those inactive for
@@ -330,7 +367,7 @@ func (h *Lifecycle) sweep(ctx context.Context) error {
 		}
 		for _, hub := range hubs {
 			res, err := db.ApplyHubRequest(ctx, h.pool, db.HubRequest{
-				Hub: hub, Action: db.DeleteHub, RequestedBy: "--hub-delete-after", Types: h.types, InactiveFor: cfg.DeleteAfter,
+				Hub: hub, Action: db.DeleteHub, RequestedBy: "--hub-delete-after", InactiveFor: cfg.DeleteAfter,
 			})
 			if err != nil {
 				return err

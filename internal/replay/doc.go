@@ -12,8 +12,10 @@
 // (conflation.CheckDependency), so that the console of a running bridge
 // and `stb deadletters replay` both call Run.
 //
-// Shape: one transaction per letter (pgx.Tx, rolled back for a dry run or
-// a failure), the same version fence as the dispatcher's, and errors that
-// say whether the letter or the system failed, as the dispatcher decides
-// retries (dispatcher.Classify).
+// Shape: letters loaded a page at a time in id order (keyset paging, so a
+// run holds one page whatever the number of letters, and a capped run says
+// where it stopped and how many are left); one transaction per letter
+// (pgx.Tx, rolled back for a dry run or a failure), the same version fence
+// as the dispatcher's, and errors that say whether the letter or the
+// system failed, as the dispatcher decides retries (dispatcher.Classify).
 package replay

@@ -25,8 +25,14 @@ import (
 // Config is what a replay takes. Start from DefaultConfig.
 type Config struct {
 	// Filter selects the letters; replay never takes one a replay already
-	// applied or found stale.
+	// applied or found stale. Its Limit caps the letters one Run replays
+	// (0: every letter selected) and its After starts the run after that
+	// id, where an earlier capped run stopped (Progress.Last).
 	Filter deadletter.Filter
+	// PageSize is how many letters are loaded at a time (0 is
+	// DefaultPageSize): a run holds one page in memory, however many
+	// letters it goes through.
+	PageSize int
 	// Reader is the bridge's reader configuration, of which a replay uses
 	// the decoding rules (TypePrefix, VerifySource, MaxBundleBytes: raise
 	// it to replay too_large letters) and the Kafka connection: Brokers,
@@ -45,12 +51,16 @@ type Config struct {
 // DefaultFetchTimeout is how long a replay waits for one event from Kafka.
 const DefaultFetchTimeout = 10 * time.Second
 
+// DefaultPageSize is Config.PageSize by default: 100 letters of at most
+// deadletter.MaxDataBytes (64 KiB) of data each, under 7 MiB held at once.
+const DefaultPageSize = 100
+
 // DefaultConfig returns the reader's default decoding rules, every
 // profile, no Kafka (stored copies only) and DefaultFetchTimeout.
 func DefaultConfig() Config {
 	reader := transport.DefaultConfig()
 	reader.Properties = map[string]string{}
-	return Config{Reader: reader, Profiles: dbsyncers.DefaultProfiles(), FetchTimeout: DefaultFetchTimeout}
+	return Config{Reader: reader, Profiles: dbsyncers.DefaultProfiles(), FetchTimeout: DefaultFetchTimeout, PageSize: DefaultPageSize}
 }
 
 // Result is what happened to one letter.
@@ -66,58 +76,109 @@ type Result struct {
 	From deadletter.ReplaySource
 }
 
-// Run replays the letters cfg selects, oldest first, calling each with
-// every result. It stops at the first error that is not the letter's
-// fault (the database or Kafka unreachable): the letters before it keep
-// their marks, and running it again goes on where it stopped.
-func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger, each func(Result)) error {
+// Progress is how far a Run went.
+type Progress struct {
+	// Replayed counts the letters passed to each; Pages the pages of
+	// letters loaded (the last one can be empty).
+	Replayed, Pages int
+	// Last is the id of the last letter replayed, 0 if none: a run that
+	// goes on where this one stopped sets Filter.After to it.
+	Last int64
+	// Remaining is how many letters the filter still selects after Last
+	// when Filter.Limit ended the run; 0 when the run went through them
+	// all.
+	Remaining int64
+}
+
+// Run replays the letters cfg selects, in the order they were stored,
+// calling each with every result. It loads them a page at a time
+// (Config.PageSize, id > the last one seen), so that its memory holds one
+// page whatever the number of letters, and stops after Filter.Limit of
+// them, saying in Progress how many are left. It stops at the first error
+// that is not the letter's fault (the database or Kafka unreachable): the
+// letters before it keep their marks, and running it again goes on where
+// it stopped.
+//
+// One letter is one transaction, and between letters Run holds no
+// connection: on a pool of one connection it takes that one at a time.
+func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger, each func(Result)) (Progress, error) {
+	var prog Progress
 	profiles, err := dbsyncers.ParseProfiles(cfg.Profiles)
 	if err != nil {
-		return err
+		return prog, err
 	}
 	reg, err := profiles.Registry()
 	if err != nil {
-		return err
+		return prog, err
 	}
 	rules := cfg.Reader.Rules(reg)
-	f := cfg.Filter
-	f.NotApplied = true
-	rows, err := deadletter.List(ctx, pool, f)
-	if err != nil {
-		return err
+	pageSize := cfg.PageSize
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
 	}
+	limit := cfg.Filter.Limit
 	var gh *transport.GlobalHub
 	if profiles.GlobalHub {
 		gh = transport.NewGlobalHub()
 		versions, err := db.LoadVersions(ctx, pool)
 		if err != nil {
-			return err
+			return prog, err
 		}
 		for _, v := range versions {
 			gh.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
 		}
 	}
 	var fetch *fetcher
-	if cfg.Reader.Brokers != "" && len(rows) > 0 {
-		if fetch, err = newFetcher(cfg.Reader.Brokers, cfg.Reader.Properties, cfg.FetchTimeout); err != nil {
-			return err
+	defer func() {
+		if fetch != nil {
+			fetch.close()
 		}
-		defer fetch.close()
-	}
-	for _, row := range rows {
-		res, err := replayOne(ctx, pool, reg, gh, rules, fetch, row, cfg.DryRun)
+	}()
+	page := cfg.Filter
+	page.NotApplied, page.Newest = true, false
+	for limit <= 0 || prog.Replayed < limit {
+		page.Limit = pageSize
+		if limit > 0 {
+			page.Limit = min(pageSize, limit-prog.Replayed)
+		}
+		rows, err := deadletter.List(ctx, pool, page)
 		if err != nil {
-			return fmt.Errorf("dead letter %d: %w", row.ID, err)
+			return prog, err
 		}
-		if !cfg.DryRun && res.Outcome == deadletter.ReplayFailed {
-			if err := deadletter.MarkReplayed(ctx, pool, row.ID, res.Outcome, res.Reason, res.Err); err != nil {
-				return err
+		prog.Pages++
+		if len(rows) == 0 {
+			return prog, nil
+		}
+		if fetch == nil && cfg.Reader.Brokers != "" {
+			if fetch, err = newFetcher(cfg.Reader.Brokers, cfg.Reader.Properties, cfg.FetchTimeout); err != nil {
+				return prog, err
 			}
 		}
-		logger.Debug("replayed", zap.Int64("id", row.ID), zap.String("outcome", string(res.Outcome)))
-		each(res)
+		for _, row := range rows {
+			res, err := replayOne(ctx, pool, reg, gh, rules, fetch, row, cfg.DryRun)
+			if err != nil {
+				return prog, fmt.Errorf("dead letter %d: %w", row.ID, err)
+			}
+			if !cfg.DryRun && res.Outcome == deadletter.ReplayFailed {
+				if err := deadletter.MarkReplayed(ctx, pool, row.ID, res.Outcome, res.Reason, res.Err); err != nil {
+					return prog, err
+				}
+			}
+			logger.Debug("replayed", zap.Int64("id", row.ID), zap.String("outcome", string(res.Outcome)))
+			prog.Replayed++
+			prog.Last = row.ID
+			each(res)
+		}
+		if len(rows) < page.Limit {
+			return prog, nil
+		}
+		page.After = prog.Last
 	}
-	return nil
+	page.Limit = 0
+	if prog.Remaining, err = deadletter.Count(ctx, pool, page); err != nil {
+		return prog, err
+	}
+	return prog, nil
 }
 
 // replayOne replays one letter. Its error is for failures that are not

@@ -3,6 +3,8 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ func store(t *testing.T, pool *pgxpool.Pool, letters ...deadletter.Letter) {
 func run(t *testing.T, pool *pgxpool.Pool, cfg Config) map[int64]Result {
 	t.Helper()
 	out := map[int64]Result{}
-	err := Run(context.Background(), pool, cfg, zap.NewNop(), func(r Result) { out[r.Row.ID] = r })
+	_, err := Run(context.Background(), pool, cfg, zap.NewNop(), func(r Result) { out[r.Row.ID] = r })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,5 +321,74 @@ func TestReplayFromKafka(t *testing.T) {
 	}
 	if v, ok := held(t, pool, "hub-k", "heartbeat"); !ok || v != ver(2, 1) {
 		t.Fatalf("hub-k heartbeat stored at %v (%v), want 2.1", v, ok)
+	}
+}
+
+// TestReplayPages: a replay of more letters than one page goes through
+// them all, a page at a time, loading each page only when it gets there
+// (a letter stored during the run, after the first page, is replayed too:
+// the run never held every letter at once); a limit caps the run and says
+// how many are left, and a run after the last id goes on from there. The
+// regression: Run loaded every letter selected with one unbounded List.
+func TestReplayPages(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	heartbeat := func(i int) deadletter.Letter {
+		return letter(t, transport.Envelope{Hub: fmt.Sprintf("hub-%02d", i), Type: "heartbeat", Version: ver(1, 1), Data: []byte(`{}`)}, int64(i), deadletter.TooLarge)
+	}
+	for i := range 7 {
+		store(t, pool, heartbeat(i))
+	}
+	ctx := context.Background()
+
+	// Capped: a dry run (which marks nothing) of at most 5, in pages of 2,
+	// then the rest after the last id it reached.
+	cfg := DefaultConfig()
+	cfg.DryRun, cfg.PageSize, cfg.Filter.Limit = true, 2, 5
+	var seen []string
+	prog, err := Run(ctx, pool, cfg, zap.NewNop(), func(r Result) { seen = append(seen, r.Row.Hub) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hub-00", "hub-01", "hub-02", "hub-03", "hub-04"}; !slices.Equal(seen, want) {
+		t.Fatalf("capped run replayed %v, want %v", seen, want)
+	}
+	if prog.Replayed != 5 || prog.Pages != 3 || prog.Remaining != 2 {
+		t.Fatalf("capped run: %+v, want 5 replayed in 3 pages, 2 remaining", prog)
+	}
+	cfg.Filter.After, seen = prog.Last, nil
+	if prog, err = Run(ctx, pool, cfg, zap.NewNop(), func(r Result) { seen = append(seen, r.Row.Hub) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hub-05", "hub-06"}; !slices.Equal(seen, want) || prog.Remaining != 0 {
+		t.Fatalf("run after %d replayed %v (%+v), want %v and none remaining", cfg.Filter.After, seen, prog, want)
+	}
+
+	// Uncapped, in pages of 3: every letter, and one stored while the
+	// first page is replayed.
+	cfg = DefaultConfig()
+	cfg.PageSize = 3
+	seen = nil
+	prog, err = Run(ctx, pool, cfg, zap.NewNop(), func(r Result) {
+		if r.Outcome != deadletter.ReplayApplied {
+			t.Errorf("%s: %s (%v), want applied", r.Row.Hub, r.Outcome, r.Err)
+		}
+		if len(seen) == 0 {
+			store(t, pool, heartbeat(7))
+		}
+		seen = append(seen, r.Row.Hub)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 8 || seen[7] != "hub-07" {
+		t.Fatalf("replayed %v, want the 7 letters and the one stored during the run", seen)
+	}
+	if prog.Pages != 3 || prog.Replayed != 8 || prog.Remaining != 0 {
+		t.Fatalf("%+v, want 8 replayed in 3 pages of at most 3", prog)
+	}
+	for i := range 8 {
+		if _, ok := held(t, pool, fmt.Sprintf("hub-%02d", i), "heartbeat"); !ok {
+			t.Errorf("hub-%02d not written", i)
+		}
 	}
 }

@@ -67,10 +67,6 @@ type HubRequest struct {
 	// RequestedBy says who asked, for the record: "stb hub delete",
 	// "--hub-delete-after".
 	RequestedBy string
-	// Types are every bundle type the bridges know: a delete leaves a
-	// tombstone for each, including types the hub never sent, which a
-	// bridge writing one concurrently would otherwise bring back.
-	Types []string
 	// InactiveFor, when positive, applies the request only to a hub that
 	// has been inactive at least that long when its rows are locked.
 	InactiveFor time.Duration
@@ -81,10 +77,12 @@ type HubResult struct {
 	// ID is the request's id in status.hub_requests; 0 when Skipped.
 	ID int64
 	// Removed counts the hub's data rows deleted, Versions its
-	// status.bundle_versions rows replaced by tombstones or removed.
+	// status.bundle_versions rows replaced by tombstones or removed: one
+	// per type the hub had written, none for the types it never sent.
 	Removed, Versions int64
 	// Tombstone is the incarnation a delete's tombstones fence: bundles
-	// of it and older are stale.
+	// of it and older are stale. 0, with Versions 0, for a hub that had
+	// no stored versions: there is nothing to fence.
 	Tombstone uint64
 	// AlreadyDeleted: the hub was deleted before (and has not sent a newer
 	// incarnation since).
@@ -106,6 +104,10 @@ func (r HubResult) Describe(hub string, action HubAction) string {
 	already := ""
 	if r.AlreadyDeleted {
 		already = " (it was already deleted)"
+	}
+	if r.Versions == 0 {
+		return fmt.Sprintf("hub %q deleted%s: %d rows removed; it had no stored versions, so there is no tombstone and its next bundle brings it back (request %d)",
+			hub, already, r.Removed, r.ID)
 	}
 	return fmt.Sprintf("hub %q deleted%s: %d rows removed, %d versions now tombstones at incarnation %d; bundles of incarnation %d and older are ignored, a newer incarnation brings the hub back (request %d)",
 		hub, already, r.Removed, r.Versions, r.Tombstone, r.Tombstone, r.ID)
@@ -139,9 +141,17 @@ ORDER BY 1`
 // Bridges may be writing the hub meanwhile. The transaction takes the
 // hub's version rows first, in type order, as every bridge's version
 // fence takes the row of the type it writes before anything else of the
-// hub: a write in progress finishes before the rows are removed, and one
-// that comes after finds the tombstone (a delete) and writes nothing. A
-// reset has no tombstone: a bundle of the old incarnation written at that
+// hub, then the hub's row of status.hubs, which the fence takes next: a
+// write in progress, also of a type new to the hub, finishes before the
+// rows are tombstoned and removed, and one that comes after finds the
+// tombstone of its type and writes nothing. A delete leaves tombstones
+// only for the types the hub had written (its rows of
+// status.bundle_versions), never for types it never sent, which would
+// outlive its return as versions it never had; so a bundle of the old
+// incarnation of a type the hub had never written, being written at that
+// very moment, can land after the delete (a bridge's memory fences the
+// other types too once it applies the request: hubs.Lifecycle). A reset
+// has no tombstone: a bundle of the old incarnation written at that
 // moment can land after it (README "Hub lifecycle").
 func ApplyHubRequest(ctx context.Context, pool interface {
 	Begin(context.Context) (pgx.Tx, error)
@@ -170,6 +180,11 @@ func ApplyHubRequest(ctx context.Context, pool interface {
 			return errSkip
 		case state == HubDeleted && req.Action == DeleteHub:
 			res.AlreadyDeleted = true
+		}
+		if req.Action == DeleteHub {
+			if err := leaveTombstones(ctx, tx, req.Hub, &res); err != nil {
+				return err
+			}
 		}
 		if res.Removed, err = deleteHubRows(ctx, tx, req.Hub); err != nil {
 			return err
@@ -200,8 +215,8 @@ func ApplyHubRequest(ctx context.Context, pool interface {
 
 var errSkip = errors.New("skip")
 
-// lockVersions takes the hub's version rows: a delete turns every type's
-// row into a tombstone (creating the missing ones), a reset removes them.
+// lockVersions takes the hub's version rows, in type order: a reset
+// removes them; a delete holds them until leaveTombstones.
 func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult) error {
 	if req.Action == ResetHub {
 		tag, err := tx.Exec(ctx, `
@@ -214,35 +229,51 @@ func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult
 		res.Versions = tag.RowsAffected()
 		return nil
 	}
-	if len(req.Types) == 0 {
-		return errors.New("a delete needs the bundle types to leave tombstones for")
-	}
-	// Lock the existing rows in type order first, so that the incarnation
-	// read is the newest any bridge wrote. A row of a type new to the hub
-	// written meanwhile keeps its incarnation if it is newer (greatest):
-	// every row ends a tombstone.
-	var inc string
-	if err := tx.QueryRow(ctx, `
-		SELECT coalesce(max(incarnation), 0)::text FROM (
-			SELECT incarnation FROM status.bundle_versions
-			WHERE hub = $1 ORDER BY bundle_type FOR UPDATE) v`, req.Hub).Scan(&inc); err != nil {
+	if _, err := tx.Exec(ctx, `
+		SELECT FROM status.bundle_versions WHERE hub = $1 ORDER BY bundle_type FOR UPDATE`, req.Hub); err != nil {
 		return fmt.Errorf("lock versions: %w", err)
 	}
-	var err error
-	if res.Tombstone, err = strconv.ParseUint(inc, 10, 64); err != nil {
-		return fmt.Errorf("incarnation %q: %w", inc, err)
-	}
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO status.bundle_versions AS v (hub, bundle_type, incarnation, generation, applied_at)
-		SELECT $1, t, $2::numeric, $3::numeric, now() FROM unnest($4::text[]) AS t ORDER BY t
-		ON CONFLICT (hub, bundle_type) DO UPDATE SET
-			incarnation = greatest(v.incarnation, excluded.incarnation), generation = excluded.generation,
-			topic = '', "partition" = -1, "offset" = -1, applied_at = excluded.applied_at`,
-		req.Hub, inc, strconv.FormatUint(TombstoneGeneration, 10), req.Types)
+	return nil
+}
+
+// leaveTombstonesSQL turns every version row of the hub into a tombstone
+// at the newest incarnation among them and the largest generation, and
+// returns that incarnation once per row. It runs once the hub's row of
+// status.hubs is locked, so that the rows of writes that were in progress
+// are there (committed) too. A row locked by a writer that started after
+// that lock is skipped: that writer waits for the hub's row, which this
+// transaction holds, and waiting for its row in turn would deadlock.
+const leaveTombstonesSQL = `
+WITH v AS (
+	SELECT bundle_type, incarnation FROM status.bundle_versions
+	WHERE hub = $1 ORDER BY bundle_type FOR UPDATE SKIP LOCKED
+), m AS (
+	SELECT max(incarnation) AS inc FROM v
+)
+UPDATE status.bundle_versions AS b SET
+	incarnation = m.inc, generation = $2::numeric,
+	topic = '', "partition" = -1, "offset" = -1, applied_at = now()
+FROM v, m
+WHERE b.hub = $1 AND b.bundle_type = v.bundle_type
+RETURNING m.inc::text`
+
+// leaveTombstones turns the hub's version rows, one per type it had
+// written, into tombstones.
+func leaveTombstones(ctx context.Context, tx pgx.Tx, hub string, res *HubResult) error {
+	rows, err := tx.Query(ctx, leaveTombstonesSQL, hub, strconv.FormatUint(TombstoneGeneration, 10))
 	if err != nil {
 		return fmt.Errorf("leave tombstones: %w", err)
 	}
-	res.Versions = tag.RowsAffected()
+	incs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("leave tombstones: %w", err)
+	}
+	res.Versions = int64(len(incs))
+	if len(incs) > 0 {
+		if res.Tombstone, err = strconv.ParseUint(incs[0], 10, 64); err != nil {
+			return fmt.Errorf("incarnation %q: %w", incs[0], err)
+		}
+	}
 	return nil
 }
 

@@ -46,6 +46,11 @@ type Filter struct {
 	NotApplied bool
 	// IDs, when not empty, selects these rows only.
 	IDs []int64
+	// After, when positive, keeps the letters whose id is above it: with
+	// Limit, one page of a walk through the letters in id order, each
+	// page starting after the last id of the one before (keyset paging,
+	// so that letters marked or stored meanwhile shift nothing).
+	After int64
 	// Limit caps the number of rows; 0 is no cap.
 	Limit int
 	// Newest lists the newest first (and Limit keeps the newest).
@@ -75,6 +80,9 @@ func (f Filter) where() (string, []any) {
 	if len(f.IDs) > 0 {
 		add("id = ANY($%d)", f.IDs)
 	}
+	if f.After > 0 {
+		add("id > $%d", f.After)
+	}
 	if f.NotApplied {
 		add("replay_outcome <> ALL($%d)", []string{string(ReplayApplied), string(ReplayStale)})
 	}
@@ -90,10 +98,14 @@ type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// List returns the dead letters f selects, oldest first.
+// List returns the dead letters f selects, oldest first: in id order, the
+// order they were stored in (created_at is the storing transaction's
+// start, which concurrent writers can take out of order). A caller that
+// may meet many letters pages with Limit and After, rows being up to
+// MaxDataBytes each.
 func List(ctx context.Context, db Querier, f Filter) ([]Row, error) {
 	where, args := f.where()
-	order := "created_at, id"
+	order := "id"
 	if f.Newest {
 		order = "created_at DESC, id DESC"
 	}
@@ -157,6 +169,21 @@ FROM status.dead_letters GROUP BY reason ORDER BY count(*) DESC, reason`)
 		return nil, fmt.Errorf("count dead letters: %w", err)
 	}
 	return out, nil
+}
+
+// Count counts the dead letters f selects, whatever its Limit: what is
+// left of a replay that stopped at its cap, for instance.
+func Count(ctx context.Context, db Querier, f Filter) (int64, error) {
+	where, args := f.where()
+	rows, err := db.Query(ctx, `SELECT count(*) FROM status.dead_letters WHERE `+where, args...)
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	return n, nil
 }
 
 // CountRecent counts the dead letters stored in the last d (by the

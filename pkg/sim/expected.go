@@ -26,6 +26,13 @@ type Expected struct {
 	MessagesByType map[string]int `json:"messagesByType"`
 	// Restarts is the number of agent restarts over all hubs.
 	Restarts int `json:"restarts"`
+	// FirstIncarnation is the incarnation the run's agents started at
+	// (Config.FirstIncarnation): a database simulated into before holds
+	// what earlier runs left, which a check can tell by their lower
+	// incarnations (versions) and by the run in their names (policy
+	// events, EventRun). 0 in files written before it was recorded:
+	// nothing is then taken for an earlier run's.
+	FirstIncarnation uint64 `json:"firstIncarnation,omitempty"`
 	// Lost counts the compliance reports never published
 	// (Config.LoseProbability); Resyncs the complete bundles sent in
 	// answer to resync requests.

@@ -138,6 +138,9 @@ type policyModel struct {
 	changed map[pair]bool
 
 	eventSeq int // number of the last event, over the hub's life
+	// run is the incarnation the run started at, which every event name
+	// carries (EventName).
+	run uint64
 	// sentEvents maps policy id and cluster to the names of the events
 	// sent about them.
 	sentEvents map[string]map[string][]string
@@ -158,6 +161,7 @@ func newPolicyModel(rng *rand.Rand, hub string, clusters *managedClusters, cfg C
 		known:         make(map[string]bool),
 		changed:       make(map[pair]bool),
 		sentEvents:    make(map[string]map[string][]string),
+		run:           cfg.FirstIncarnation,
 	}
 	if cfg.Agent == AgentGlobalHub {
 		m.states = ghComplianceStates

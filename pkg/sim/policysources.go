@@ -224,6 +224,42 @@ type eventObject struct {
 	Message     string `json:"message"`
 }
 
+// EventName is the name of the seq-th policy event about policy of a run
+// that started at incarnation run: "<policy>.<run>.<seq, 8 hex digits>".
+// Events are a stream that the database keeps, so a database simulated
+// into before holds the events of earlier runs; the run in the name tells
+// them from this run's (EventRun, Expected.FirstIncarnation).
+func EventName(policy string, run uint64, seq int) string {
+	return fmt.Sprintf("%s.%d.%08x", policy, run, seq)
+}
+
+// EventRun returns the incarnation the run that named the event started
+// at, and false for a name EventName did not make.
+func EventRun(name string) (uint64, bool) {
+	rest, seq, ok := cutLast(name, '.')
+	if !ok || len(seq) != 8 {
+		return 0, false
+	}
+	if _, err := strconv.ParseUint(seq, 16, 64); err != nil {
+		return 0, false
+	}
+	_, run, ok := cutLast(rest, '.')
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(run, 10, 64)
+	return n, err == nil
+}
+
+// cutLast slices s around the last sep.
+func cutLast(s string, sep byte) (before, after string, ok bool) {
+	i := strings.LastIndexByte(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
 // eventMessages are the messages of events about a cluster in each state,
 // after the policy-framework's.
 var eventMessages = map[ComplianceState]string{
@@ -242,7 +278,7 @@ func (s *policyEvents) step(rng *rand.Rand, _ tick) (draft, bool, error) {
 	for i := range objs {
 		pr := m.randomPair(rng, total)
 		m.eventSeq++
-		name := fmt.Sprintf("%s.%08x", pr.policy.name, m.eventSeq)
+		name := EventName(pr.policy.name, m.run, m.eventSeq)
 		objs[i] = eventObject{
 			PolicyID:    pr.policy.id,
 			ClusterName: pr.cluster,

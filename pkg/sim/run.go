@@ -50,11 +50,12 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 		hubs[i] = newHub(cfg, i)
 	}
 	exp := &Expected{
-		Seed:           cfg.Seed,
-		Topic:          cfg.Topic,
-		Generations:    cfg.Generations,
-		MessagesByType: make(map[string]int),
-		Hubs:           make(map[string]*HubState, len(hubs)),
+		Seed:             cfg.Seed,
+		Topic:            cfg.Topic,
+		Generations:      cfg.Generations,
+		MessagesByType:   make(map[string]int),
+		FirstIncarnation: cfg.FirstIncarnation,
+		Hubs:             make(map[string]*HubState, len(hubs)),
 	}
 	lim := newLimiter(cfg.Rate, time.Now)
 	start := time.Now()

@@ -18,5 +18,13 @@
 // each event stored once. The Report counts the hubs affected per
 // category and keeps the differences themselves, sorted, for its Summary.
 //
+// A database simulated into before holds what earlier runs left. When the
+// expected state says which incarnation its run started at
+// (sim.Expected.FirstIncarnation), the versions of types the run did not
+// send at lower incarnations and the policy events an earlier run named
+// (sim.EventRun) are counted in Report.Earlier, and tombstones of types a
+// hub did not send (stb hub delete) in Report.Tombstones, not as
+// differences.
+//
 // It only reads, and knows nothing of Kafka or of how the bridge writes.
 package verify

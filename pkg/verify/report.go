@@ -214,6 +214,14 @@ type Report struct {
 	AlertCounts   int
 	Migrations    int
 
+	// Tombstones counts the rows of status.bundle_versions a hub delete
+	// left for types the hub did not send (stb hub delete), and Earlier
+	// the rows an earlier run left in a database simulated into again
+	// (sim.Expected.FirstIncarnation): versions of types this run did not
+	// send, at an incarnation below the run's first, and policy events
+	// an earlier run named. Neither is a difference.
+	Tombstones, Earlier int
+
 	// Differences is the number of differences found.
 	Differences int
 	// Mismatches describes the differences, one line each, sorted (so
@@ -269,6 +277,9 @@ func (r *Report) Summary() string {
 			r.Hubs, r.Versions, r.Clusters, r.ComplianceRows, r.Events)
 		if r.hasGlobalHubRows() {
 			s += ", " + r.globalHubSummary()
+		}
+		if r.Tombstones > 0 || r.Earlier > 0 {
+			s += fmt.Sprintf(" (besides %d tombstones of deleted hubs and %d rows of earlier runs)", r.Tombstones, r.Earlier)
 		}
 		return s
 	}

@@ -115,6 +115,12 @@ func (v *verifier) reportStrangers() {
 	}
 }
 
+// earlier reports whether a version of incarnation inc is older than the
+// run the expected state describes: left by an earlier run.
+func (v *verifier) earlier(inc uint64) bool {
+	return inc < v.exp.FirstIncarnation
+}
+
 // sortedKeys returns the keys of m, sorted.
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))

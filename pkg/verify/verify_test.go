@@ -120,9 +120,11 @@ func TestVerify(t *testing.T) {
 			summary: "1 hub has no heartbeat version",
 		},
 		{
+			// At the run's first incarnation: a lower one is a version an
+			// earlier run left (TestVerifyAcceptsEarlierRunsAndTombstones).
 			name: "version of a type never sent",
 			changes: []change{{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
-				VALUES ($1, 'localpolicies', 1, 1)`, []any{hub}}},
+				VALUES ($1, 'localpolicies', $2::numeric, 1)`, []any{hub, strconv.FormatUint(exp.FirstIncarnation, 10)}}},
 			want:    map[Category]int{{UnexpectedVersion, "localpolicies"}: 1},
 			summary: "1 hub has localpolicies versions but sent no localpolicies bundle",
 		},

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	stbdb "github.com/stbridge/stb/pkg/db"
 )
 
 // versionsSQL reads every version row. numeric(20,0) is read as text, which
@@ -22,6 +23,11 @@ FROM status.bundle_versions`
 // matches. The global-hub agent's types (bundle.GlobalHubPrefix) are left out:
 // the bridge maps the agent's versions onto runs of its own, so their
 // rows say nothing the simulator can predict; their tables are the truth.
+//
+// A row of a type the hub did not send is not a difference when it is a
+// tombstone (stb hub delete: the hub had sent the type before it was
+// deleted) or older than the run (a version an earlier run left, below
+// sim.Expected.FirstIncarnation).
 func (v *verifier) versions(ctx context.Context, db Querier) error {
 	rows, err := db.Query(ctx, versionsSQL)
 	if err != nil {
@@ -43,7 +49,17 @@ func (v *verifier) versions(ctx context.Context, db Querier) error {
 		}
 		found[hub][typ] = true
 		want, ok := st.Versions[typ]
-		if bound, bounded := st.VersionsAtMost[typ]; !ok && bounded {
+		bound, bounded := st.VersionsAtMost[typ]
+		switch {
+		case ok || bounded:
+		case got.Generation == stbdb.TombstoneGeneration:
+			v.report.Tombstones++ // a delete's, of a type the hub did not send since
+			return nil
+		case v.earlier(got.Incarnation):
+			v.report.Earlier++
+			return nil
+		}
+		if !ok && bounded {
 			if got.Newer(bound) {
 				v.report.add(Category{NewerVersion, typ}, hub, "%s version %s, want at most %s (newer than the last sent)", typ, got, bound)
 			}
