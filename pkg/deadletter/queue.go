@@ -20,19 +20,27 @@ type QueueConfig struct {
 	// Backoff is the wait between attempts while the database refuses a
 	// batch.
 	Backoff backoff.Exponential
+	// StoreTimeout bounds the storing of one batch: a database that hangs
+	// fails the attempt, which is retried with Backoff, instead of holding
+	// the queue's one goroutine (and, at shutdown, Flush) for ever.
+	StoreTimeout time.Duration
 }
 
 // DefaultQueueConfig returns the defaults: batches of up to 1,000 letters
-// (one statement of a few hundred KiB for small messages), retried from
-// 100 ms up to every 5 s.
+// (one statement of a few hundred KiB for small messages), each given 30 s,
+// retried from 100 ms up to every 5 s.
 func DefaultQueueConfig() QueueConfig {
-	return QueueConfig{MaxBatch: 1000, Backoff: backoff.Exponential{Min: 100 * time.Millisecond, Max: 5 * time.Second}}
+	return QueueConfig{MaxBatch: 1000, Backoff: backoff.Exponential{Min: 100 * time.Millisecond, Max: 5 * time.Second},
+		StoreTimeout: 30 * time.Second}
 }
 
 // Validate checks the configuration; it changes nothing.
 func (c QueueConfig) Validate() error {
 	if c.MaxBatch < 1 {
 		return fmt.Errorf("deadletter queue: need MaxBatch ≥ 1, got %d", c.MaxBatch)
+	}
+	if c.StoreTimeout <= 0 {
+		return fmt.Errorf("deadletter queue: need a positive StoreTimeout, got %v", c.StoreTimeout)
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		return fmt.Errorf("deadletter queue: %w", err)
@@ -173,7 +181,10 @@ func (q *Queue) storeBatch(ctx context.Context) error {
 	for i := range batch {
 		letters[i] = batch[i].l
 	}
-	if _, err := q.w.Write(ctx, letters...); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, q.cfg.StoreTimeout)
+	_, err := q.w.Write(wctx, letters...)
+	cancel()
+	if err != nil {
 		return err
 	}
 	q.mu.Lock()

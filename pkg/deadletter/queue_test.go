@@ -102,3 +102,42 @@ func TestQueueFlush(t *testing.T) {
 		t.Fatalf("flush released %d, left %d; want 10 and 0", released.Load(), q.Len())
 	}
 }
+
+// TestQueueStoreHasADeadline: a database that hangs (here a lock another
+// transaction holds on the table: the INSERT waits for it for ever) fails
+// a batch after StoreTimeout, to be retried, instead of holding the
+// queue's goroutine and, at shutdown, Flush until the database answers.
+// Once the lock is gone the letters are stored.
+func TestQueueStoreHasADeadline(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	ctx := context.Background()
+	blocker, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := blocker.Exec(ctx, `LOCK TABLE status.dead_letters IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultQueueConfig()
+	cfg.StoreTimeout = 200 * time.Millisecond
+	q, err := NewQueue(cfg, NewWriter(pool), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Int64
+	q.Add(letterAt(1), func() { released.Add(1) })
+	start := time.Now()
+	err = q.Flush(ctx)
+	if took := time.Since(start); err == nil || took > 5*time.Second {
+		t.Fatalf("Flush against a locked table returned %v after %v, want an error after about %v", err, took, cfg.StoreTimeout)
+	}
+	if released.Load() != 0 || q.Len() != 1 {
+		t.Fatalf("a letter not stored was released (%d) or dropped (%d queued)", released.Load(), q.Len())
+	}
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Flush(ctx); err != nil || released.Load() != 1 {
+		t.Fatalf("after the lock: Flush %v, %d released, want stored", err, released.Load())
+	}
+}
