@@ -157,7 +157,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	// The owner id tells this process's claims on status.transport rows
 	// from those of other replicas and of its own earlier runs.
 	store := committer.NewPGStore(b.controlPool, ownerID())
-	b.committer, err = committer.New(cfg.Committer, committer.Deps{Store: store, Logger: logger.Named("committer"), Registerer: b.registry})
+	b.committer, err = committer.New(cfg.Committer, committer.Deps{Store: store, Logger: logger.Named("committer"),
+		Registerer: b.registry, TopicLabel: cfg.Reader.TopicLabels().Label})
 	if err != nil {
 		return nil, err
 	}
