@@ -89,7 +89,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	if b.registry == nil {
 		b.registry = prometheus.NewRegistry()
-		b.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+			if err := b.registry.Register(c); err != nil {
+				return nil, fmt.Errorf("register runtime metrics: %w", err)
+			}
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -118,7 +122,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	b.globalHub = gh
 	var onResync func([]conflation.Resync)
-	resyncCounters := newResyncCounters(b.registry)
+	resyncCounters, err := newResyncCounters(b.registry)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.ResyncTopic != "" {
 		if b.resyncs, err = newResyncPublisher(cfg, logger.Named("resync"), resyncCounters); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,13 +29,15 @@ type resyncCounters struct {
 	queued, failed prometheus.Counter
 }
 
-func newResyncCounters(reg prometheus.Registerer) *resyncCounters {
+func newResyncCounters(reg prometheus.Registerer) (*resyncCounters, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "stb", Subsystem: "resync", Name: "requests_total",
 		Help: "Resync requests handed to Kafka (queued) or not (failed); both stay 0 without --resync-topic.",
 	}, []string{"result"})
-	reg.MustRegister(vec)
-	return &resyncCounters{queued: vec.WithLabelValues("queued"), failed: vec.WithLabelValues("failed")}
+	if err := reg.Register(vec); err != nil {
+		return nil, fmt.Errorf("register resync metrics: %w", err)
+	}
+	return &resyncCounters{queued: vec.WithLabelValues("queued"), failed: vec.WithLabelValues("failed")}, nil
 }
 
 // resyncSendTimeout bounds the hand-over of one request to librdkafka's
