@@ -70,8 +70,8 @@ type Bridge struct {
 	hubs *hubs.Lifecycle
 	// resyncs sends resync requests; nil without --resync-topic.
 	resyncs *resyncPublisher
-	// memory gives evicted units' memory back to the system.
-	memory memoryReleaser
+	// memory gives evicted units' memory back to the system; Run runs it.
+	memory *memoryReleaser
 
 	closing atomic.Bool
 }
@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry}
+	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry, memory: newMemoryReleaser()}
 	if b.logger == nil {
 		b.logger = zap.NewNop()
 	}

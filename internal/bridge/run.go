@@ -87,6 +87,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	letters := start(&g, "dead letters", failed, b.rejects.Run)
 	commits := start(&g, "committer", failed, b.committer.Run)
 	hubs := start(&g, "hub lifecycle", failed, b.hubs.Run)
+	memory := start(&g, "memory release", failed, b.memory.run)
 	var servers []*component
 	for _, srv := range b.servers {
 		b.logger.Info("http listening", zap.String("server", srv.name), zap.String("addr", srv.ln.Addr().String()))
@@ -138,6 +139,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		late("stop the dead-letter queue")
 	}
 	hubs.stop(sctx)         // it writes nothing the commit depends on
+	memory.stop(sctx)       // nor does a release of memory
 	if commits.stop(sctx) { // 4
 		if err := b.committer.Commit(sctx); err != nil {
 			b.logger.Error("final offset commit failed", zap.Error(err))
