@@ -61,6 +61,9 @@ type Bridge struct {
 	// servers are the HTTP listeners: the public one (metrics, probes)
 	// and the admin one (console), each optional.
 	servers []*server
+	// console is the admin listener's console, nil without one; Run runs
+	// its overview refresh.
+	console *console.Console
 	// globalHub is the global-hub profile's state; nil without it.
 	globalHub *transport.GlobalHub
 
@@ -218,10 +221,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	// Listen now, so that a taken port fails the start, not later.
 	for _, l := range []struct {
 		name, addr string
-		handler    http.Handler
+		handler    func() http.Handler
 	}{
-		{"http", cfg.HTTPAddr, b.publicRoutes()},
-		{"admin", cfg.AdminAddr, b.console(token).Handler()},
+		{"http", cfg.HTTPAddr, b.publicRoutes},
+		{"admin", cfg.AdminAddr, func() http.Handler {
+			b.console = b.newConsole(token)
+			return b.console.Handler()
+		}},
 	} {
 		if l.addr == "" {
 			continue
@@ -231,7 +237,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 			return nil, fmt.Errorf("%s: %w", l.name, err)
 		}
 		b.servers = append(b.servers, &server{name: l.name, ln: ln,
-			srv: &http.Server{Handler: l.handler, ReadHeaderTimeout: 5 * time.Second}})
+			srv: &http.Server{Handler: l.handler(), ReadHeaderTimeout: 5 * time.Second}})
 	}
 	return b, nil
 }
@@ -328,9 +334,9 @@ func (m memory) Restore(versions []db.StoredVersion) {
 	}
 }
 
-// console returns the operator's console of the bridge: its replay
+// newConsole returns the operator's console of the bridge: its replay
 // buttons decode and fetch as the bridge's reader does.
-func (b *Bridge) console(token string) *console.Console {
+func (b *Bridge) newConsole(token string) *console.Console {
 	rcfg := replay.DefaultConfig()
 	rcfg.Reader, rcfg.Profiles = b.cfg.Reader, b.cfg.Profiles
 	return console.New(console.Deps{

@@ -98,6 +98,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 			return nil
 		}))
 	}
+	var consoleRun *component // its overview refresh; the admin server reads it
+	if b.console != nil {
+		consoleRun = start(&g, "console", failed, b.console.Run)
+	}
 	allDone := make(chan struct{})
 	go func() {
 		_ = g.Wait() // each component's error went to failed, or is its stop
@@ -155,6 +159,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		_ = b.servers[i].srv.Shutdown(hctx)
 		hcancel()
 		c.cancel()
+	}
+	if consoleRun != nil {
+		consoleRun.cancel() // allDone waits for its pass in progress
 	}
 	// Clients are closed only once nothing uses them: closing a pool waits
 	// for its connections to be released.
