@@ -88,6 +88,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 	commits := start(&g, "committer", failed, b.committer.Run)
 	hubs := start(&g, "hub lifecycle", failed, b.hubs.Run)
 	memory := start(&g, "memory release", failed, b.memory.run)
+	var resyncs *component // sends what the units' WakeAll asks
+	if b.resyncs != nil {
+		resyncs = start(&g, "resync requests", failed, b.resyncs.run)
+	}
 	var servers []*component
 	for _, srv := range b.servers {
 		b.logger.Info("http listening", zap.String("server", srv.name), zap.String("addr", srv.ln.Addr().String()))
@@ -142,8 +146,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else {
 		late("stop the dead-letter queue")
 	}
-	hubs.stop(sctx)         // it writes nothing the commit depends on
-	memory.stop(sctx)       // nor does a release of memory
+	hubs.stop(sctx)   // it writes nothing the commit depends on
+	memory.stop(sctx) // nor does a release of memory
+	if resyncs != nil {
+		resyncs.stop(sctx) // the dispatcher, which asks, has stopped
+	}
 	if commits.stop(sctx) { // 4
 		if err := b.committer.Commit(sctx); err != nil {
 			b.logger.Error("final offset commit failed", zap.Error(err))
