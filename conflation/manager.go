@@ -161,7 +161,11 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.index[t.Name] = i
 		names[i] = t.Name
 	}
-	m.metrics = newMetrics(cfg.Registerer, names, m)
+	metrics, err := newMetrics(cfg.Registerer, names, m)
+	if err != nil {
+		return nil, err
+	}
+	m.metrics = metrics
 	return m, nil
 }
 

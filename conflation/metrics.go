@@ -1,6 +1,9 @@
 package conflation
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -18,7 +21,9 @@ type metrics struct {
 	evicted prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics {
+// newMetrics builds the collectors and registers them with reg (none with
+// a nil reg); a registration error is returned, never a panic.
+func newMetrics(reg prometheus.Registerer, types []string, m *Manager) (*metrics, error) {
 	bundles := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "stb", Subsystem: "conflation", Name: "bundles_total",
 		Help: "Bundles inserted into conflation units, by type and outcome: inserted (accepted), conflated (replaced before being written), stale (not newer than what the unit held or processed), merged (folded into another delta), unknown_type.",
@@ -56,7 +61,15 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 		Help: "Units evicted from memory after --unit-idle-timeout with nothing held or in flight.",
 	})
 	if reg != nil {
-		reg.MustRegister(bundles, retries, resyncs, mergePanics, units, held, ready, dormant, evicted)
+		var errs []error
+		for _, c := range []prometheus.Collector{bundles, retries, resyncs, mergePanics, units, held, ready, dormant, evicted} {
+			if err := reg.Register(c); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("conflation: register metrics: %w", err)
+		}
 	}
 	out := &metrics{unknown: bundles.WithLabelValues("", "unknown_type"), evicted: evicted}
 	for _, t := range types {
@@ -71,5 +84,5 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) *metrics 
 			mergePanics: mergePanics.WithLabelValues(t),
 		})
 	}
-	return out
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package conflation
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -46,5 +47,20 @@ stb_conflation_ready_queue_length 1
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", err, problems)
+	}
+}
+
+// TestMetricsRegistrationErrorReturned: a registry that already has the
+// manager's metrics makes NewManager return an error. Issue 21: it called
+// MustRegister and panicked, although it returns an error.
+func TestMetricsRegistrationErrorReturned(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewManager(Config{Types: policyTypes, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(Config{Types: policyTypes, Registerer: reg})
+	var are prometheus.AlreadyRegisteredError
+	if m != nil || !errors.As(err, &are) {
+		t.Fatalf("second manager on one registry: %v, %v; want an AlreadyRegisteredError", m, err)
 	}
 }

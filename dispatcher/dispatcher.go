@@ -163,8 +163,15 @@ type Dispatcher struct {
 	lastErr atomic.Pointer[failure]
 	retries *retryLog
 
+	// timers are the pending retry timers (wakeAfter). timersWG counts
+	// the callbacks that may still run: one per timer, done when the
+	// callback returns or the timer is stopped before it fired, so that
+	// Run waits for every one it does not stop.
 	timersMu sync.Mutex
 	timers   map[*time.Timer]struct{}
+	timersWG sync.WaitGroup
+	// wake is the timers' action, Manager.Wake; tests replace it.
+	wake func(*conflation.Unit)
 }
 
 type failure struct {
@@ -189,6 +196,7 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{cfg: cfg, pool: deps.Pool, mgr: deps.Manager, applier: deps.Applier, dead: deps.DeadLetters,
 		logger: logger, timers: map[*time.Timer]struct{}{}, retries: newRetryLog(cfg.RetryLogInterval)}
+	d.wake = d.mgr.Wake
 	metrics, err := newMetrics(deps.Registerer, d)
 	if err != nil {
 		return nil, err
@@ -445,27 +453,36 @@ func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason
 }
 
 // wakeAfter makes the unit ready again once its retry falls due. The timer
-// only pushes onto the ready queue; it does no I/O.
+// only pushes onto the ready queue; it does no I/O. Its callback is
+// counted in timersWG until it returns.
 func (d *Dispatcher) wakeAfter(u *conflation.Unit, after time.Duration) {
 	d.timersMu.Lock()
 	defer d.timersMu.Unlock()
+	d.timersWG.Add(1)
 	var t *time.Timer
 	t = time.AfterFunc(after, func() {
+		defer d.timersWG.Done()
 		d.timersMu.Lock()
 		delete(d.timers, t)
 		d.timersMu.Unlock()
-		d.mgr.Wake(u)
+		d.wake(u)
 	})
 	d.timers[t] = struct{}{}
 }
 
+// stopTimers stops the pending retry timers and waits for the callbacks
+// of those that fired already, so that none runs after Run returned. The
+// workers have stopped: no timer is added meanwhile.
 func (d *Dispatcher) stopTimers() {
 	d.timersMu.Lock()
-	defer d.timersMu.Unlock()
 	for t := range d.timers {
-		t.Stop()
+		if t.Stop() {
+			d.timersWG.Done() // its callback will never run
+		}
 		delete(d.timers, t)
 	}
+	d.timersMu.Unlock()
+	d.timersWG.Wait() // outside timersMu, which a running callback takes
 }
 
 // Busy returns the number of workers writing now.

@@ -68,6 +68,9 @@ type Bridge struct {
 	// servers are the HTTP listeners: the public one (metrics, probes)
 	// and the admin one (console), each optional.
 	servers []*server
+	// console is the admin listener's console, nil without one; Run runs
+	// its overview refresh.
+	console *console.Console
 	// globalHub is the global-hub profile's state; nil without it.
 	globalHub *transport.GlobalHub
 
@@ -77,8 +80,8 @@ type Bridge struct {
 	hubs *hubs.Lifecycle
 	// resyncs sends resync requests; nil without --resync-topic.
 	resyncs *resyncPublisher
-	// memory gives evicted units' memory back to the system.
-	memory memoryReleaser
+	// memory gives evicted units' memory back to the system; Run runs it.
+	memory *memoryReleaser
 	// replayPool is the console's, for its replays (replayPoolSize); nil
 	// without the admin listener.
 	replayPool *pgxpool.Pool
@@ -93,13 +96,17 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry}
+	b := &Bridge{cfg: cfg, logger: deps.Logger, registry: deps.Registry, memory: newMemoryReleaser()}
 	if b.logger == nil {
 		b.logger = zap.NewNop()
 	}
 	if b.registry == nil {
 		b.registry = prometheus.NewRegistry()
-		b.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+			if err := b.registry.Register(c); err != nil {
+				return nil, fmt.Errorf("register runtime metrics: %w", err)
+			}
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -133,7 +140,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	b.globalHub = gh
 	var onResync func([]conflation.Resync)
-	resyncCounters := newResyncCounters(b.registry)
+	resyncCounters, err := newResyncCounters(b.registry)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.ResyncTopic != "" {
 		if b.resyncs, err = newResyncPublisher(cfg, logger.Named("resync"), resyncCounters); err != nil {
 			return nil, err
@@ -172,7 +182,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	// The owner id tells this process's claims on status.transport rows
 	// from those of other replicas and of its own earlier runs.
 	store := committer.NewPGStore(b.controlPool, ownerID())
-	b.committer, err = committer.New(cfg.Committer, committer.Deps{Store: store, Logger: logger.Named("committer"), Registerer: b.registry})
+	b.committer, err = committer.New(cfg.Committer, committer.Deps{Store: store, Logger: logger.Named("committer"),
+		Registerer: b.registry, TopicLabel: cfg.Reader.TopicLabels().Label})
 	if err != nil {
 		return nil, err
 	}
@@ -225,10 +236,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	// Listen now, so that a taken port fails the start, not later.
 	for _, l := range []struct {
 		name, addr string
-		handler    http.Handler
+		handler    func() http.Handler
 	}{
-		{"http", cfg.HTTPAddr, b.publicRoutes()},
-		{"admin", cfg.AdminAddr, b.console(token).Handler()},
+		{"http", cfg.HTTPAddr, b.publicRoutes},
+		{"admin", cfg.AdminAddr, func() http.Handler {
+			b.console = b.newConsole(token)
+			return b.console.Handler()
+		}},
 	} {
 		if l.addr == "" {
 			continue
@@ -238,7 +252,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 			return nil, fmt.Errorf("%s: %w", l.name, err)
 		}
 		b.servers = append(b.servers, &server{name: l.name, ln: ln,
-			srv: &http.Server{Handler: l.handler, ReadHeaderTimeout: 5 * time.Second}})
+			srv: &http.Server{Handler: l.handler(), ReadHeaderTimeout: 5 * time.Second}})
 	}
 	return b, nil
 }
@@ -385,9 +399,9 @@ func (m memory) Restore(versions []db.StoredVersion) {
 	}
 }
 
-// console returns the operator's console of the bridge: its replay
+// newConsole returns the operator's console of the bridge: its replay
 // buttons decode and fetch as the bridge's reader does.
-func (b *Bridge) console(token string) *console.Console {
+func (b *Bridge) newConsole(token string) *console.Console {
 	rcfg := replay.DefaultConfig()
 	rcfg.Reader, rcfg.Profiles = b.cfg.Reader, b.cfg.Profiles
 	return console.New(console.Deps{

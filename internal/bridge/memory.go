@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -17,37 +18,66 @@ const (
 	releaseEvery          = time.Minute
 )
 
-// memoryReleaser counts evictions and releases memory after many: at
-// once, or as soon as releaseEvery has passed since the last release.
+// memoryReleaser counts evictions and, after many, has its run loop
+// release memory: at once, or as soon as releaseEvery has passed since the
+// last release. The release runs on run's goroutine, which the bridge's
+// Run owns and waits for; evicted never blocks.
 type memoryReleaser struct {
-	mu        sync.Mutex
-	pending   int
-	last      time.Time
-	scheduled bool
+	mu      sync.Mutex
+	pending int
+	// due holds a signal when pending reached releaseAfterEvictions.
+	due chan struct{}
 	// release is memtrim.Release; tests count calls instead.
 	release func()
+}
+
+func newMemoryReleaser() *memoryReleaser {
+	return &memoryReleaser{due: make(chan struct{}, 1), release: memtrim.Release}
 }
 
 // evicted is conflation.Config.OnEvict.
 func (r *memoryReleaser) evicted(n int) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.pending += n
-	if r.scheduled || r.pending < releaseAfterEvictions {
-		return
-	}
-	r.scheduled = true
-	time.AfterFunc(time.Until(r.last.Add(releaseEvery)), func() {
-		r.mu.Lock()
-		r.pending, r.last = 0, time.Now()
-		release := r.release
-		r.mu.Unlock()
-		if release == nil {
-			release = memtrim.Release // a full collection, then the freed pages go back, Go's and C's
+	full := r.pending >= releaseAfterEvictions
+	r.mu.Unlock()
+	if full {
+		select {
+		case r.due <- struct{}{}:
+		default: // already signalled
 		}
-		release()
+	}
+}
+
+// run releases memory when enough evictions were counted, at most once
+// per releaseEvery, until ctx ends. It returns once no release is running.
+func (r *memoryReleaser) run(ctx context.Context) error {
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.due:
+		}
+		if wait := time.Until(last.Add(releaseEvery)); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
 		r.mu.Lock()
-		r.scheduled = false
+		full := r.pending >= releaseAfterEvictions
+		if full {
+			r.pending = 0
+		}
 		r.mu.Unlock()
-	})
+		if !full {
+			continue // a signal left from before the last release
+		}
+		last = time.Now()
+		r.release() // a full collection, then the freed pages go back, Go's and C's
+	}
 }

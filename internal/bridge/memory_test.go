@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -15,10 +16,14 @@ import (
 func TestMemoryReleasedAfterManyEvictions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		r := &memoryReleaser{release: func() { calls.Add(1) }}
+		r := newMemoryReleaser()
+		r.release = func() { calls.Add(1) }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.run(ctx) }()
 		settle := func(d time.Duration) {
 			time.Sleep(d)
-			synctest.Wait() // every timer due by now has run and returned
+			synctest.Wait() // every release due by now has run and returned
 		}
 
 		r.evicted(releaseAfterEvictions - 1)
@@ -35,21 +40,55 @@ func TestMemoryReleasedAfterManyEvictions(t *testing.T) {
 
 		r.evicted(releaseAfterEvictions)
 		settle(releaseEvery / 2)
-		r.mu.Lock()
-		scheduled := r.scheduled
-		r.mu.Unlock()
-		if n := calls.Load(); n != 1 || !scheduled {
-			t.Fatalf("half of releaseEvery after a release: %d releases, scheduled %v; want the next one scheduled for later", n, scheduled)
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("half of releaseEvery after a release: %d releases, want the next one later", n)
 		}
 		settle(releaseEvery / 2)
 		if n := calls.Load(); n != 2 {
 			t.Fatalf("releaseEvery after the first release: %d releases, want 2", n)
 		}
-		r.mu.Lock()
-		scheduled = r.scheduled
-		r.mu.Unlock()
-		if scheduled {
-			t.Fatal("a release is still scheduled after it ran")
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestMemoryReleaseOwned: the release runs on run's goroutine, so run
+// returns only once a release in progress has finished, and none starts
+// after it returned. Issue 21: the release ran in a time.AfterFunc
+// callback that nothing waited for.
+func TestMemoryReleaseOwned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, finish := make(chan struct{}), make(chan struct{})
+		var calls atomic.Int32
+		r := newMemoryReleaser()
+		r.release = func() {
+			if calls.Add(1) == 1 {
+				close(entered)
+				<-finish
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.run(ctx) }()
+
+		r.evicted(releaseAfterEvictions)
+		<-entered
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Error("run returned while its release was running")
+		default:
+		}
+		close(finish)
+		<-done
+		r.evicted(releaseAfterEvictions) // after run returned: nothing runs it
+		time.Sleep(2 * releaseEvery)
+		synctest.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("%d releases, want 1: none after run returned", n)
 		}
 	})
 }

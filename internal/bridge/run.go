@@ -91,6 +91,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 	letters := start(&g, "dead letters", failed, b.rejects.Run)
 	commits := start(&g, "committer", failed, b.committer.Run)
 	hubs := start(&g, "hub lifecycle", failed, b.hubs.Run)
+	memory := start(&g, "memory release", failed, b.memory.run)
+	var resyncs *component // sends what the units' WakeAll asks
+	if b.resyncs != nil {
+		resyncs = start(&g, "resync requests", failed, b.resyncs.run)
+	}
 	var servers []*component
 	for _, srv := range b.servers {
 		b.logger.Info("http listening", zap.String("server", srv.name), zap.String("addr", srv.ln.Addr().String()))
@@ -100,6 +105,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 			}
 			return nil
 		}))
+	}
+	var consoleRun *component // its overview refresh; the admin server reads it
+	if b.console != nil {
+		consoleRun = start(&g, "console", failed, b.console.Run)
 	}
 	allDone := make(chan struct{})
 	go func() {
@@ -141,7 +150,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else {
 		late("stop the dead-letter queue")
 	}
-	hubs.stop(sctx)         // it writes nothing the commit depends on
+	hubs.stop(sctx)   // it writes nothing the commit depends on
+	memory.stop(sctx) // nor does a release of memory
+	if resyncs != nil {
+		resyncs.stop(sctx) // the dispatcher, which asks, has stopped
+	}
 	if commits.stop(sctx) { // 4
 		if err := b.committer.Commit(sctx); err != nil {
 			b.logger.Error("final offset commit failed", zap.Error(err))
@@ -158,6 +171,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		hcancel()
 		c.cancel()
 	}
+	if consoleRun != nil {
+		consoleRun.cancel() // allDone waits for its pass in progress
+	}
 	// The clients are closed once nothing uses them, or once the grace is
 	// up: a pool's Close waits for its connections to come back, and the
 	// consumer's for the reader's poll loop.
@@ -165,7 +181,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	case <-allDone:
 	case <-grace.Done():
 		var running []string
-		for _, c := range append([]*component{reader, workers, letters, commits, hubs}, servers...) {
+		for _, c := range append([]*component{reader, workers, letters, commits, hubs, memory}, servers...) {
 			select {
 			case <-c.done:
 			default:

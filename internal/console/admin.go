@@ -86,8 +86,8 @@ type Console struct {
 	// csrf is the token every form carries: random per process, so a
 	// page of another site cannot post a form the console takes.
 	csrf string
-	// overview caches the pass over every unit.
-	overview overviewCache
+	// overview caches the pass over every unit; Run refreshes it.
+	overview *overviewCache
 	// replaying is held while a replay request runs: one at a time.
 	replaying sync.Mutex
 }
@@ -95,11 +95,20 @@ type Console struct {
 // New returns the console over deps.
 func New(deps Deps) *Console {
 	c := &Console{units: deps.Units, partitions: deps.Partitions, ready: deps.Readiness, hubs: deps.HubStates,
-		pool: deps.Pool, replay: deps.Replay, replayPool: deps.ReplayPool, token: deps.Token, logger: deps.Logger, csrf: newCSRFToken()}
+		pool: deps.Pool, replay: deps.Replay, replayPool: deps.ReplayPool, token: deps.Token, logger: deps.Logger, csrf: newCSRFToken(),
+		overview: newOverviewCache()}
 	if c.logger == nil {
 		c.logger = zap.NewNop()
 	}
 	return c
+}
+
+// Run refreshes the overview's pass over every unit, in the background of
+// the pages that serve the last one, until ctx ends; it returns once no
+// pass is running. Without Run the overview is the first pass, its age
+// shown.
+func (c *Console) Run(ctx context.Context) error {
+	return c.overview.run(ctx, c.unitOverview)
 }
 
 // newCSRFToken returns a random form token.

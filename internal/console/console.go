@@ -149,21 +149,28 @@ func (c *Console) unitOverview() Overview {
 
 // overviewMaxAge is how old the counts over every unit may be: a pass
 // over 200,000 units takes longer than a page may (BENCHMARKS.md), so the
-// console serves the last pass and starts the next one in the background
-// when it is older than this.
+// console serves the last pass and has Run compute the next one when it
+// is older than this.
 const overviewMaxAge = 2 * time.Second
 
 // overviewCache holds the last pass over the units (stale while the next
-// one runs).
+// one runs). The passes after the first run on run's goroutine, which the
+// console's Run owns: nothing computes after Run returned.
 type overviewCache struct {
-	mu         sync.Mutex
-	at         time.Time
-	o          Overview
-	refreshing bool
+	mu sync.Mutex
+	at time.Time
+	o  Overview
+	// stale holds a signal when a get found the pass older than
+	// overviewMaxAge; run computes the next one.
+	stale chan struct{}
 }
 
-// get returns the last pass, computing it on the first call, and starts a
-// new one in the background when it is older than overviewMaxAge.
+func newOverviewCache() *overviewCache {
+	return &overviewCache{stale: make(chan struct{}, 1)}
+}
+
+// get returns the last pass, computing it on the first call, and asks run
+// for a new one when it is older than overviewMaxAge.
 func (c *overviewCache) get(compute func() Overview) Overview {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,19 +178,32 @@ func (c *overviewCache) get(compute func() Overview) Overview {
 		c.o, c.at = compute(), time.Now()
 		return c.o
 	}
-	if time.Since(c.at) > overviewMaxAge && !c.refreshing {
-		c.refreshing = true
-		go func() {
-			o := compute()
-			c.mu.Lock()
-			c.o, c.at, c.refreshing = o, time.Now(), false
-			c.mu.Unlock()
-		}()
+	if time.Since(c.at) > overviewMaxAge {
+		select {
+		case c.stale <- struct{}{}:
+		default: // asked already
+		}
 	}
 	o := c.o
 	o.Problems = slices.Clone(o.Problems)
 	o.AsOfSec = time.Since(c.at).Seconds()
 	return o
+}
+
+// run computes a new pass whenever get asks, until ctx ends; it returns
+// once no pass is running.
+func (c *overviewCache) run(ctx context.Context, compute func() Overview) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.stale:
+		}
+		o := compute()
+		c.mu.Lock()
+		c.o, c.at = o, time.Now()
+		c.mu.Unlock()
+	}
 }
 
 // topK keeps the k first items in cmp's order of all it is given, in

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,7 +95,7 @@ func BenchmarkConsole(b *testing.B) {
 		// What a request costs: the last pass, rendered (the next pass
 		// runs in the background, as overview measures it).
 		var buf bytes.Buffer
-		var c overviewCache
+		c := newOverviewCache()
 		c.get(br.unitOverview)
 		for b.Loop() {
 			buf.Reset()
@@ -148,32 +149,76 @@ func TestTopK(t *testing.T) {
 	}
 }
 
-// The console serves the last pass over the units and refreshes it in the
-// background once it is older than overviewMaxAge.
+// The console serves the last pass over the units and has Run refresh it
+// once it is older than overviewMaxAge. The clock is synctest's.
 func TestOverviewCache(t *testing.T) {
-	var c overviewCache
-	var passes atomic.Int32
-	compute := func() Overview { return Overview{Hubs: int(passes.Add(1))} }
-	if o := c.get(compute); o.Hubs != 1 {
-		t.Fatalf("first get: pass %d", o.Hubs)
-	}
-	if o := c.get(compute); o.Hubs != 1 || passes.Load() != 1 {
-		t.Fatalf("a fresh pass was computed again: %d passes", passes.Load())
-	}
-	c.mu.Lock()
-	c.at = time.Now().Add(-overviewMaxAge - time.Second)
-	c.mu.Unlock()
-	if o := c.get(compute); o.Hubs != 1 || o.AsOfSec < 1 {
-		t.Fatalf("a stale get: pass %d, %.1fs old; want the last pass while the next runs", o.Hubs, o.AsOfSec)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.get(compute).Hubs != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the background pass never replaced the stale one")
+	synctest.Test(t, func(t *testing.T) {
+		c := newOverviewCache()
+		var passes atomic.Int32
+		compute := func() Overview { return Overview{Hubs: int(passes.Add(1))} }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.run(ctx, compute) }()
+
+		if o := c.get(compute); o.Hubs != 1 {
+			t.Fatalf("first get: pass %d", o.Hubs)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	if n := passes.Load(); n != 2 {
-		t.Fatalf("%d passes, want 2", n)
-	}
+		synctest.Wait()
+		if o := c.get(compute); o.Hubs != 1 || passes.Load() != 1 {
+			t.Fatalf("a fresh pass was computed again: %d passes", passes.Load())
+		}
+		time.Sleep(overviewMaxAge + time.Second)
+		if o := c.get(compute); o.Hubs != 1 || o.AsOfSec < 3 {
+			t.Fatalf("a stale get: pass %d, %.1fs old; want the last pass while the next runs", o.Hubs, o.AsOfSec)
+		}
+		synctest.Wait() // run has computed the next pass
+		if o := c.get(compute); o.Hubs != 2 || passes.Load() != 2 {
+			t.Fatalf("after the refresh: pass %d, %d passes; want 2", o.Hubs, passes.Load())
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestOverviewRefreshOwned: the refresh runs on Run's goroutine, so Run
+// returns only once a pass in progress has finished, and no pass starts
+// after it returned. Issue 21: get started the refresh on a goroutine of
+// its own that nothing waited for.
+func TestOverviewRefreshOwned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newOverviewCache()
+		entered, finish := make(chan struct{}), make(chan struct{})
+		var passes atomic.Int32
+		compute := func() Overview {
+			if passes.Add(1) == 2 {
+				close(entered)
+				<-finish
+			}
+			return Overview{}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.run(ctx, compute) }()
+		c.get(compute)
+		time.Sleep(overviewMaxAge + time.Second)
+		c.get(compute) // stale: the second pass starts
+		<-entered
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Error("Run returned while a pass was running")
+		default:
+		}
+		close(finish)
+		<-done
+		time.Sleep(overviewMaxAge + time.Second)
+		c.get(compute) // stale again, after Run returned: no pass
+		synctest.Wait()
+		if n := passes.Load(); n != 2 {
+			t.Fatalf("%d passes, want 2: none after Run returned", n)
+		}
+	})
 }

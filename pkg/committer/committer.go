@@ -46,6 +46,12 @@ type Deps struct {
 	Logger *zap.Logger
 	// Registerer receives the committer's metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// TopicLabel maps a topic to the value of the metrics' `topic` label;
+	// nil labels each topic with itself. The bridge passes
+	// transport.TopicLabels.Label: a topic matched by a pattern of
+	// --kafka-topics is labelled with the pattern, and its partitions'
+	// series are summed into one (README, "Metrics").
+	TopicLabel func(topic string) string
 }
 
 const (
@@ -125,7 +131,7 @@ func New(cfg Config, deps Deps) (*Committer, error) {
 	}
 	c := &Committer{cfg: cfg.withDefaults(), store: deps.Store, logger: logger, parts: map[key]*Partition{},
 		commitSem: make(chan struct{}, 1)}
-	c.metrics = newCollector(c)
+	c.metrics = newCollector(c, deps.TopicLabel)
 	if deps.Registerer != nil {
 		if err := deps.Registerer.Register(c.metrics); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)

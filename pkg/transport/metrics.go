@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_messages_total",
-			Help: "Kafka messages read, by topic and outcome (accepted or rejected).",
+			Help: "Kafka messages read, by topic (the --kafka-topics entry that subscribed to it: the topic, or the pattern that matched it) and outcome (accepted or rejected).",
 		}, []string{"topic", "outcome"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_rejected_total",
@@ -103,6 +103,7 @@ type topicCounters struct {
 	accepted, rejected prometheus.Counter
 }
 
+// forTopic returns the counters of a topic label (TopicLabels.Label).
 func (m *metrics) forTopic(topic string) *topicCounters {
 	return &topicCounters{
 		accepted: m.messages.WithLabelValues(topic, "accepted"),

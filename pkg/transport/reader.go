@@ -160,6 +160,7 @@ type Reader struct {
 	runCtx    context.Context
 	clusterID string
 	parts     map[partitionKey]Partition
+	// topics are each topic's message counters, those of its label.
 	topics    map[string]*topicCounters
 	rejectsBy map[deadletter.Reason]prometheus.Counter
 	// rejectLog limits the "message rejected" lines a flood of bad
@@ -179,7 +180,10 @@ type Reader struct {
 	pending     sync.WaitGroup
 	queuedBytes atomic.Int64
 
-	stats *statsMetrics
+	// labels names the subscription entry behind each topic read, the
+	// `topic` label of the metrics.
+	labels *TopicLabels
+	stats  *statsMetrics
 	// groupStored is, per partition, the position last stored for the
 	// consumer group; only the poll loop and the rebalance callback (both
 	// under runMu) use it.
@@ -233,16 +237,15 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		base = zap.NewNop()
 	}
 	logger := base.With(zap.String("component", "transport"))
+	labels := cfg.TopicLabels()
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	sm := newStatsMetrics()
+	sm := newStatsMetrics(labels)
 	if deps.Registerer != nil {
-		for _, c := range sm.collectors() {
-			if err := deps.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("register kafka statistics metrics: %w", err)
-			}
+		if err := deps.Registerer.Register(sm); err != nil {
+			return nil, fmt.Errorf("register kafka statistics metrics: %w", err)
 		}
 	}
 	consumer, err := kafka.NewConsumer(cfg.consumerConfig())
@@ -255,6 +258,7 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		deps:     deps,
 		logger:   logger,
 		metrics:  m,
+		labels:   labels,
 		stats:    sm,
 		consumer: consumer,
 		logsDone: make(chan struct{}),
@@ -441,7 +445,7 @@ func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 
 	tc := r.topics[topic]
 	if tc == nil {
-		tc = r.metrics.forTopic(topic)
+		tc = r.metrics.forTopic(r.labels.Label(topic))
 		r.topics[topic] = tc
 	}
 	size := int64(len(msg.Value))

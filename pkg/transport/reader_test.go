@@ -71,6 +71,14 @@ func startReader(t *testing.T, b *broker.Broker, group string, offsets transport
 // startReaderWith is startReader committing to store.
 func startReaderWith(t *testing.T, b *broker.Broker, group string, offsets transport.Offsets, sink *testSink, store *memStore) *harness {
 	t.Helper()
+	return startReaderConfig(t, b, group, offsets, sink, store, nil)
+}
+
+// startReaderConfig is startReaderWith with the reader's configuration
+// changed by edit, when not nil, and the committer's metrics registered
+// beside the reader's, labelled as the bridge labels them.
+func startReaderConfig(t *testing.T, b *broker.Broker, group string, offsets transport.Offsets, sink *testSink, store *memStore, edit func(*transport.Config)) *harness {
+	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	h := &harness{
 		broker:   b,
@@ -82,17 +90,22 @@ func startReaderWith(t *testing.T, b *broker.Broker, group string, offsets trans
 		logs:     logs,
 		runErr:   make(chan error, 1),
 	}
-	var err error
-	// The interval is irrelevant: the tests commit explicitly.
-	h.committer, err = committer.New(committer.Config{Interval: time.Hour}, committer.Deps{Store: h.store, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := transport.DefaultConfig()
 	cfg.Brokers = b.Addr()
 	cfg.GroupID = group
 	cfg.Topics = []string{h.topic}
 	cfg.MaxBundleBytes = 1 // raised to the floor, which the cases are sized for
+	cdeps := committer.Deps{Store: h.store, Logger: zap.NewNop()}
+	if edit != nil {
+		edit(&cfg)
+		cdeps.Registerer, cdeps.TopicLabel = h.registry, cfg.TopicLabels().Label
+	}
+	var err error
+	// The interval is irrelevant: the tests commit explicitly.
+	h.committer, err = committer.New(committer.Config{Interval: time.Hour}, cdeps)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.reader, err = transport.NewReader(cfg, transport.Deps{
 		Decoder:    testDecoders(),
 		Sink:       sink,

@@ -206,6 +206,7 @@ func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 		}
 		delete(r.parts, k)
 		delete(r.groupStored, k)
+		r.stats.forget(k) // its series go with it
 		r.logger.Info("partition revoked", zap.String("topic", topic), zap.Int32("partition", tp.Partition))
 	}
 

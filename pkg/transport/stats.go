@@ -3,6 +3,7 @@ package transport
 import (
 	"encoding/json"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -34,31 +35,115 @@ type rdStats struct {
 	} `json:"topics"`
 }
 
+// statsMetrics serves the partitions' statistics at scrape time, from the
+// last document read, for the partitions assigned now: a revoked
+// partition's series go with it (STYLE.md §15), where gauges set per
+// partition stayed, exporting the lag of partitions another replica
+// reads. Series are labelled by TopicLabels: a pattern's sum over every
+// partition of every topic it matched, with an empty partition label.
 type statsMetrics struct {
-	consumerLag *prometheus.GaugeVec
-	highWater   *prometheus.GaugeVec
+	labels      *TopicLabels
+	consumerLag *prometheus.Desc
+	highWater   *prometheus.Desc
 	rtt         *prometheus.GaugeVec
+
+	// mu guards parts: the poll loop writes, scrapes read. It is never
+	// held while calling out.
+	mu    sync.Mutex
+	parts map[partitionKey]partitionStats
 }
 
-func newStatsMetrics() *statsMetrics {
+// partitionStats are one assigned partition's statistics; -1 when not
+// known yet.
+type partitionStats struct {
+	highWater, consumerLag int64
+}
+
+func newStatsMetrics(labels *TopicLabels) *statsMetrics {
 	return &statsMetrics{
-		consumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stb_kafka_consumer_lag_messages",
-			Help: "librdkafka's consumer lag per partition: high watermark minus the offset committed to the consumer group (which trails status.transport).",
-		}, []string{"topic", "partition"}),
-		highWater: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "stb_kafka_high_watermark_offset",
-			Help: "High watermark per partition, from librdkafka's statistics.",
-		}, []string{"topic", "partition"}),
+		labels: labels,
+		consumerLag: prometheus.NewDesc("stb_kafka_consumer_lag_messages",
+			"librdkafka's consumer lag of the assigned partitions: high watermark minus the offset committed to the consumer group (which trails status.transport); per partition of a topic named in --kafka-topics, summed over the partitions of the topics a pattern matched.",
+			[]string{"topic", "partition"}, nil),
+		highWater: prometheus.NewDesc("stb_kafka_high_watermark_offset",
+			"High watermark of the assigned partitions, from librdkafka's statistics; per partition of a topic named in --kafka-topics, summed over the partitions of the topics a pattern matched.",
+			[]string{"topic", "partition"}, nil),
 		rtt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stb_kafka_broker_rtt_seconds",
 			Help: "Average broker round-trip time over the last statistics window, by broker.",
 		}, []string{"broker"}),
+		parts: map[partitionKey]partitionStats{},
 	}
 }
 
-func (m *statsMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.consumerLag, m.highWater, m.rtt}
+// set records what a statistics document says of an assigned partition;
+// a negative value leaves what was known.
+func (m *statsMetrics) set(k partitionKey, highWater, consumerLag int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.parts[k]
+	if !ok {
+		s = partitionStats{highWater: -1, consumerLag: -1}
+	}
+	if highWater >= 0 {
+		s.highWater = highWater
+	}
+	if consumerLag >= 0 {
+		s.consumerLag = consumerLag
+	}
+	m.parts[k] = s
+}
+
+// forget drops a revoked partition's statistics, and with them its series.
+func (m *statsMetrics) forget(k partitionKey) {
+	m.mu.Lock()
+	delete(m.parts, k)
+	m.mu.Unlock()
+}
+
+func (m *statsMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.consumerLag
+	ch <- m.highWater
+	m.rtt.Describe(ch)
+}
+
+func (m *statsMetrics) Collect(ch chan<- prometheus.Metric) {
+	type series struct{ topic, partition string }
+	type sums struct {
+		highWater, consumerLag int64
+		hasHigh, hasLag        bool
+	}
+	m.mu.Lock()
+	out := make(map[series]*sums, len(m.parts))
+	for k, s := range m.parts {
+		key := series{topic: m.labels.Label(k.topic)}
+		if key.topic == k.topic {
+			key.partition = strconv.FormatInt(int64(k.partition), 10)
+		}
+		sum := out[key]
+		if sum == nil {
+			sum = &sums{}
+			out[key] = sum
+		}
+		if s.highWater >= 0 {
+			sum.highWater += s.highWater
+			sum.hasHigh = true
+		}
+		if s.consumerLag >= 0 {
+			sum.consumerLag += s.consumerLag
+			sum.hasLag = true
+		}
+	}
+	m.mu.Unlock()
+	for key, sum := range out {
+		if sum.hasHigh {
+			ch <- prometheus.MustNewConstMetric(m.highWater, prometheus.GaugeValue, float64(sum.highWater), key.topic, key.partition)
+		}
+		if sum.hasLag {
+			ch <- prometheus.MustNewConstMetric(m.consumerLag, prometheus.GaugeValue, float64(sum.consumerLag), key.topic, key.partition)
+		}
+	}
+	m.rtt.Collect(ch)
 }
 
 // onStats digests one statistics document.
@@ -73,16 +158,15 @@ func (r *Reader) onStats(doc string) {
 			if p.Partition < 0 || p.FetchState == "none" {
 				continue // the internal UA partition, or one not assigned here
 			}
-			part := strconv.FormatInt(int64(p.Partition), 10)
+			k := partitionKey{topic, p.Partition}
+			tracker := r.parts[k]
+			if tracker == nil {
+				continue // revoked since librdkafka wrote the document
+			}
 			if p.HiOffset >= 0 {
-				if tracker := r.parts[partitionKey{topic, p.Partition}]; tracker != nil {
-					tracker.SetHighWatermark(p.HiOffset)
-				}
-				r.stats.highWater.WithLabelValues(topic, part).Set(float64(p.HiOffset))
+				tracker.SetHighWatermark(p.HiOffset)
 			}
-			if p.ConsumerLag >= 0 {
-				r.stats.consumerLag.WithLabelValues(topic, part).Set(float64(p.ConsumerLag))
-			}
+			r.stats.set(k, p.HiOffset, p.ConsumerLag)
 		}
 	}
 	for _, b := range st.Brokers {
