@@ -37,6 +37,13 @@ type Config struct {
 	DeleteAfter time.Duration
 }
 
+// DefaultPassTimeout bounds one pass over the hub requests and one sweep:
+// a database that hangs fails the pass, which the next poll or sweep
+// retries, instead of holding the lifecycle's goroutine (and a delete's
+// locks) until it answers. A delete waits for the writes in progress on
+// its hub, each bounded by --job-timeout (60 s).
+const DefaultPassTimeout = 2 * time.Minute
+
 // DefaultInactiveAfter is Config.InactiveAfter by default.
 const DefaultInactiveAfter = 5 * time.Minute
 
@@ -105,6 +112,8 @@ type Lifecycle struct {
 	forgotten int64
 	// types are the bundle types a delete fences in memory (Deps.Types).
 	types []string
+	// passTimeout bounds one pass of requests or one sweep (DefaultPassTimeout).
+	passTimeout time.Duration
 
 	states  atomic.Pointer[Counts]
 	applied *prometheus.CounterVec
@@ -126,7 +135,7 @@ func New(cfg Config, deps Deps) (*Lifecycle, error) {
 	}
 	h := &Lifecycle{
 		cfg: cfg, pool: deps.Pool, url: deps.DatabaseURL, memory: deps.Memory, logger: deps.Logger,
-		after: deps.After, types: deps.Types,
+		after: deps.After, types: deps.Types, passTimeout: DefaultPassTimeout,
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "hubs", Name: "requests_applied_total",
 			Help: "Hub deletes and resets (stb hub delete|reset, --hub-delete-after) whose hub this bridge dropped from memory, by action.",
@@ -218,13 +227,13 @@ func (h *Lifecycle) Run(ctx context.Context) error {
 			}
 		}
 		if !now.Before(nextPoll) {
-			if err := h.applyRequests(ctx); err != nil && ctx.Err() == nil {
+			if err := h.bounded(ctx, h.applyRequests); err != nil && ctx.Err() == nil {
 				logger.Warn("hub requests not applied; retrying", zap.Error(err))
 			}
 			nextPoll = now.Add(hubRequestPoll)
 		}
 		if !now.Before(nextSweep) {
-			if err := h.sweep(ctx); err != nil && ctx.Err() == nil {
+			if err := h.bounded(ctx, h.sweep); err != nil && ctx.Err() == nil {
 				logger.Warn("hub sweep failed; retrying", zap.Error(err))
 			}
 			nextSweep = time.Now().Add(h.sweepInterval())
@@ -250,6 +259,13 @@ func (h *Lifecycle) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// bounded runs a pass with passTimeout.
+func (h *Lifecycle) bounded(ctx context.Context, pass func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, h.passTimeout)
+	defer cancel()
+	return pass(ctx)
 }
 
 func (h *Lifecycle) listen(ctx context.Context) (*pgx.Conn, error) {

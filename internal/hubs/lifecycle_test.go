@@ -1,12 +1,17 @@
 package hubs
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
 // TestFenceEveryType: after a delete, the database holds tombstones only
@@ -50,5 +55,38 @@ func TestFenceEveryType(t *testing.T) {
 				t.Fatalf("the versions passed in changed: %v", in)
 			}
 		})
+	}
+}
+
+// TestSweepHasADeadline: a database that hangs (here a lock another
+// transaction holds on status.hubs, which the sweep updates) fails the
+// sweep after the pass timeout, to be retried at the next one, instead of
+// holding the lifecycle's goroutine until the database answers.
+func TestSweepHasADeadline(t *testing.T) {
+	pool, url := dbtest.New(t)
+	ctx := context.Background()
+	h, err := New(DefaultConfig(), Deps{Pool: pool, DatabaseURL: url, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.passTimeout = 200 * time.Millisecond
+	blocker, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = blocker.Rollback(ctx) }()
+	if _, err := blocker.Exec(ctx, `LOCK TABLE status.hubs IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = h.bounded(ctx, h.sweep)
+	if took := time.Since(start); err == nil || took > 5*time.Second {
+		t.Fatalf("a sweep against a locked table returned %v after %v, want an error after about %v", err, took, h.passTimeout)
+	}
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.bounded(ctx, h.sweep); err != nil {
+		t.Fatalf("the sweep after the lock: %v", err)
 	}
 }
