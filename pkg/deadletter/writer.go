@@ -42,12 +42,17 @@ func (l *Letter) size() int64 {
 }
 
 // Bundles returns the dead letters of bundles whose write failed
-// permanently. The raw event is gone by then; the decoded payload,
-// re-encoded as JSON, stands in for its data.
+// permanently, with the event data they were read with (bundle.Bundle.Raw),
+// so that a letter can be replayed once the bridge or the sender is fixed.
+// A bundle built from others (merged deltas) has no data of its own: its
+// payload, encoded as JSON, stands in for it.
 func Bundles(bs []*bundle.Bundle, reason Reason, cause error) []Letter {
 	out := make([]Letter, len(bs))
 	for i, b := range bs {
-		data, _ := json.Marshal(b.Payload)
+		data := b.Raw
+		if data == nil {
+			data, _ = json.Marshal(b.Payload)
+		}
 		out[i] = Letter{
 			Hub: b.Hub, Type: b.Type, Version: b.Version.String(), Origin: b.Origin,
 			Reason: reason, Err: cause, Data: data,
