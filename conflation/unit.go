@@ -237,7 +237,7 @@ func (u *Unit) mergedLocked(run []*bundle.Bundle, acc any, rel *releaser, tm *ty
 	merged := *first // keeps the first's origin and tracker
 	// The merged payload is no single message's data: a dead letter of it
 	// carries the payload itself (deadletter.Bundles).
-	merged.Raw = nil
+	merged.Raw, merged.Message = nil, nil
 	merged.Payload, merged.Version, merged.EventTime = acc, last.Version, last.EventTime
 	merged.Size = size
 	for _, b := range run[1:] {

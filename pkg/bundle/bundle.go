@@ -91,7 +91,12 @@ type Bundle struct {
 	// the bridge is known for a copy, not a new run.
 	StartFrame int64
 
-	Origin     Origin
+	Origin Origin
+	// Message is the message the bundle was read from, for a dead letter
+	// that keeps it to be replayed (its data is Raw); nil for a bundle
+	// built otherwise. Holding it keeps the message's headers, which the
+	// reader's client allocated anyway, while the bundle is held.
+	Message    Message
 	EventTime  time.Time // when the hub produced it (CloudEvents time)
 	ReceivedAt time.Time // when the bridge read it
 
@@ -104,6 +109,13 @@ type Bundle struct {
 	// was written, held until b is released (Supersede).
 	carried        Origin
 	carriedTracker Tracker
+}
+
+// Message is the message a bundle was read from, as a dead letter keeps
+// it: the key and the headers (the reader's CloudEvents attributes), copied
+// only when a letter is written.
+type Message interface {
+	Letter() (key []byte, headers map[string]string)
 }
 
 // DecodeFunc decodes the raw data of a bundle of type typ into its
