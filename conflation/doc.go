@@ -1,7 +1,8 @@
 // Package conflation keeps, per hub, only the bundles that still need to be
 // written, and decides which of them may be written next.
 //
-// The transport reader calls Manager.Insert for every decoded bundle. A
+// The transport reader calls Manager.Insert for every bundle it read (its
+// data still raw: a unit decodes only the deltas it merges, Config.Decode). A
 // Manager maps each hub to a Unit; a Unit holds per bundle type the latest
 // unprocessed complete bundle (older ones are conflated away), an ordered
 // group of deltas on one base, or a queue of stream events, together with the

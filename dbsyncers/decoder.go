@@ -1,21 +1,49 @@
 package dbsyncers
 
-import "github.com/stbridge/stb/pkg/bundle"
+import (
+	"errors"
+	"fmt"
 
-// The Registry is the transport reader's Decoder (and its TypeChecker and
-// DependencyChecker): the reader decodes with the same syncers that write,
-// whether in the bridge, a replay of dead letters or the bench's read
-// ceiling. dbsyncers does not import the transport: the reader declares
-// the interfaces it needs, and these methods satisfy them.
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
+)
+
+// The Registry decodes payloads for the workers, which decode a bundle
+// just before they write it (DecodeBundle, and Apply and Write for a
+// bundle not decoded yet), and for the conflation units, which decode the
+// deltas they merge; it is also the transport reader's Decoder (and its
+// DependencyChecker), which decodes only what its profile
+// must look into when read. dbsyncers does not import the transport or
+// conflation: they declare the interfaces and functions they need, and
+// these methods satisfy them.
 
 // Decode decodes the data of a bundle of type typ with its syncer's
-// decoder; bundle.ErrUnknownType for a type the registry does not hold.
+// decoder. Its errors carry their dead-letter reason (a *PermanentError,
+// or the decoder's own deadletter.Reasoned error): bad_payload, or
+// unknown_type, wrapping bundle.ErrUnknownType, for a type the registry
+// does not hold. Data that does not decode never will.
 func (r *Registry) Decode(typ string, data []byte) (any, error) {
 	s, ok := r.Lookup(typ)
 	if !ok {
-		return nil, bundle.ErrUnknownType
+		return nil, &PermanentError{Reason: deadletter.UnknownType, Err: fmt.Errorf("%w: %q", bundle.ErrUnknownType, typ)}
 	}
-	return s.Decode(data)
+	p, err := s.Decode(data)
+	if err != nil {
+		var reasoned deadletter.Reasoned
+		if !errors.As(err, &reasoned) {
+			err = badPayload(err)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// DecodeBundle decodes b's raw data into its payload, unless that was done
+// before (bundle.Bundle.Decode): what a worker does when it takes a job,
+// so that a bundle whose data does not decode is dead-lettered on its own,
+// and a retried job does not decode again. Its error is Decode's.
+func (r *Registry) DecodeBundle(b *bundle.Bundle) error {
+	return b.Decode(r.Decode)
 }
 
 // Known reports whether typ is registered, so that the reader tells an

@@ -11,8 +11,10 @@
 // without running them, and the fences and statements of the jobs go out as
 // one pipelined batch, which PostgreSQL runs as one implicit transaction (no
 // BEGIN, no COMMIT); in the rare case where a fence refuses its bundle, it
-// fails and the batch rolls back (ErrStale). The package knows nothing of
-// Kafka.
+// fails and the batch rolls back (ErrStale). A bundle comes to them raw:
+// its payload is decoded here, when it is about to be written
+// (Registry.DecodeBundle), so the many bundles replaced before they are
+// written are never decoded. The package knows nothing of Kafka.
 //
 // The types and what they write:
 //

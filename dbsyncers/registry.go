@@ -24,8 +24,11 @@ type DB interface {
 // Syncer is everything the bridge knows about one bundle type.
 type Syncer struct {
 	bundle.TypeInfo
-	// Decode turns the event data into the payload handed to Plan. An
-	// error means the bundle can never be applied (a dead letter).
+	// Decode turns the event data into the payload handed to Plan and
+	// Merge. It runs when a worker takes the bundle or a conflation unit
+	// merges it, not when it is read: most bundles are replaced unread.
+	// An error means the bundle can never be applied (a dead letter,
+	// bad_payload unless the error carries another reason).
 	Decode func(data []byte) (any, error)
 	// Plan says how to write the bundles of one hub, without writing:
 	// complete and stream bundles come one at a time, deltas as one

@@ -319,7 +319,8 @@ func readPipelined(br pgx.BatchResults, groups []plannedGroup) error {
 	return nil
 }
 
-// check returns the syncer and the last bundle of a group Apply can write.
+// check returns the syncer and the last bundle of a group Apply can write,
+// with every bundle of it decoded.
 func (r *Registry) check(bundles []*bundle.Bundle) (*Syncer, *bundle.Bundle, error) {
 	if len(bundles) == 0 {
 		return nil, nil, &PermanentError{Reason: deadletter.BadGroup, Err: fmt.Errorf("no bundles to apply")}
@@ -337,6 +338,13 @@ func (r *Registry) check(bundles []*bundle.Bundle) (*Syncer, *bundle.Bundle, err
 	s, ok := r.Lookup(first.Type)
 	if !ok {
 		return nil, nil, &PermanentError{Reason: deadletter.UnknownType, Err: fmt.Errorf("%w %q (hub %q)", bundle.ErrUnknownType, first.Type, first.Hub)}
+	}
+	// Bundles come raw from the reader; the worker has decoded them
+	// (DecodeBundle) unless Apply is called directly (a replay, a test).
+	for _, b := range bundles {
+		if err := r.DecodeBundle(b); err != nil {
+			return nil, nil, fmt.Errorf("%s bundle %s of hub %q: %w", b.Type, b.Version, b.Hub, err)
+		}
 	}
 	return s, bundles[len(bundles)-1], nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,16 @@ import (
 // version fences and statements of small jobs go out as one batch, one
 // round trip in all, and dbsyncers.ErrStale says that a job of the batch
 // was stale and nothing was written.
+//
+// Bundles come to the dispatcher raw (bundle.Bundle.Raw): the reader
+// decodes no payload, since most bundles are replaced before they are
+// written. A worker decodes a job's bundles with DecodeBundle when it
+// takes the job, so that a bundle whose data does not decode is
+// dead-lettered on its own (its error carries the reason, bad_payload or
+// the decoder's own) while the rest of its group is written; a bundle
+// keeps its payload once decoded, for a retry.
 type Applier interface {
+	DecodeBundle(b *bundle.Bundle) error
 	Write(ctx context.Context, conn dbsyncers.Conn, groups [][]*bundle.Bundle) (applied []bool, err error)
 }
 
@@ -322,42 +332,91 @@ func small(j *conflation.Job, limit int) bool {
 // (a permanent or unclassified error, a stale fence), each job is written
 // again on its own, so that one bad bundle decides only its own job's
 // outcome.
+//
+// A job with a bundle whose data does not decode is written on its own
+// (process), which dead-letters that bundle.
 func (d *Dispatcher) processBatch(ctx context.Context, jobs []*conflation.Job) []conflation.Outcome {
 	outs := make([]conflation.Outcome, len(jobs))
 	if len(jobs) == 1 {
 		outs[0] = d.process(ctx, jobs[0])
 		return outs
 	}
+	batch := make([]int, 0, len(jobs)) // the jobs written together, by index
+	for i, j := range jobs {
+		if j.Expired || len(d.decode(j)) > 0 {
+			outs[i] = d.process(ctx, j)
+			continue
+		}
+		batch = append(batch, i)
+	}
+	switch len(batch) {
+	case 0:
+		return outs
+	case 1:
+		outs[batch[0]] = d.process(ctx, jobs[batch[0]])
+		return outs
+	}
 	bctx, cancel := context.WithTimeout(ctx, d.cfg.JobTimeout)
 	start := time.Now()
-	groups := make([][]*bundle.Bundle, len(jobs))
-	for i, j := range jobs {
-		groups[i] = j.Bundles
+	groups := make([][]*bundle.Bundle, len(batch))
+	for k, i := range batch {
+		groups[k] = jobs[i].Bundles
 	}
 	applied, err := d.write(bctx, groups)
 	cancel()
 	if err != nil {
 		if v := classify(err); v.outcome == conflation.Transient && !v.unclassified && !errors.Is(err, dbsyncers.ErrStale) {
 			took := time.Since(start)
-			for i, j := range jobs {
-				outs[i] = d.retry(j, v, err, took)
+			for _, i := range batch {
+				outs[i] = d.retry(jobs[i], v, err, took)
 			}
 			return outs
 		}
 		d.metrics.batchSplits.Inc()
-		for i, j := range jobs {
-			outs[i] = d.process(ctx, j)
+		for _, i := range batch {
+			outs[i] = d.process(ctx, jobs[i])
 		}
 		return outs
 	}
-	took := time.Since(start) / time.Duration(len(jobs))
+	took := time.Since(start) / time.Duration(len(batch))
 	d.lastErr.Store(nil)
-	d.metrics.batches.Observe(float64(len(jobs)))
-	for i, j := range jobs {
+	d.metrics.batches.Observe(float64(len(batch)))
+	for k, i := range batch {
 		outs[i] = conflation.Applied
-		d.metrics.observe(j, conflation.Applied, applied[i], took)
+		d.metrics.observe(jobs[i], conflation.Applied, applied[k], took)
 	}
 	return outs
+}
+
+// undecodable is a bundle of a job whose data does not decode, and why.
+type undecodable struct {
+	b   *bundle.Bundle
+	err error
+}
+
+// decode decodes the payloads of a job's bundles that were not decoded
+// before (a retried job's were) and returns those that do not decode. A
+// decoder that panics (a bug of the bridge's) fails its bundle as
+// decode_panic, with the stack in the log, rather than the process.
+func (d *Dispatcher) decode(job *conflation.Job) []undecodable {
+	var bad []undecodable
+	for _, b := range job.Bundles {
+		if err := d.decodeBundle(b); err != nil {
+			bad = append(bad, undecodable{b, err})
+		}
+	}
+	return bad
+}
+
+func (d *Dispatcher) decodeBundle(b *bundle.Bundle) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			d.logger.Error("decoding a payload panicked", zap.String("hub", b.Hub), zap.String("type", b.Type),
+				zap.Stringer("version", b.Version), zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+			err = &dbsyncers.PermanentError{Reason: deadletter.DecodePanic, Err: fmt.Errorf("decoding panicked: %v", v)}
+		}
+	}()
+	return d.applier.DecodeBundle(b)
 }
 
 // process writes a job and returns its outcome. Permanent failures, and
@@ -371,8 +430,28 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 		return d.deadLetter(ctx, job, deadletter.DependencyTimeout, fmt.Errorf("waited longer than the dependency timeout for %s", job.Type))
 	}
 	start := time.Now()
+	bad := d.decode(job)
+	if len(bad) == len(job.Bundles) {
+		d.metrics.observe(job, conflation.Permanent, false, time.Since(start))
+		job.Err = bad[len(bad)-1].err
+		if !d.deadLetterUndecodable(ctx, job, bad) {
+			return conflation.Transient
+		}
+		return conflation.Permanent
+	}
+	group := job.Bundles
+	if len(bad) > 0 {
+		// The others of a group of deltas or events are written without
+		// them, as they would have been had the reader rejected them.
+		group = make([]*bundle.Bundle, 0, len(job.Bundles)-len(bad))
+		for _, b := range job.Bundles {
+			if !slices.ContainsFunc(bad, func(u undecodable) bool { return u.b == b }) {
+				group = append(group, b)
+			}
+		}
+	}
 	var applied bool
-	a, err := d.write(ctx, [][]*bundle.Bundle{job.Bundles})
+	a, err := d.write(ctx, [][]*bundle.Bundle{group})
 	switch {
 	case err == nil:
 		applied = a[0]
@@ -386,18 +465,61 @@ func (d *Dispatcher) process(ctx context.Context, job *conflation.Job) conflatio
 	case conflation.Applied:
 		d.metrics.observe(job, v.outcome, applied, time.Since(start))
 		d.lastErr.Store(nil)
+		// Only now, once the others are written: a write retried must
+		// not store them again. The unit releases their messages with
+		// the others'.
+		if len(bad) > 0 && !d.deadLetterUndecodable(ctx, job, bad) {
+			return conflation.Transient
+		}
 		return v.outcome
 	case conflation.Transient:
-		if v.unclassified && job.Attempt+1 >= d.cfg.MaxUnclassifiedAttempts {
-			d.metrics.unclassified.Inc()
-			d.metrics.observe(job, conflation.Permanent, false, time.Since(start))
-			return d.deadLetter(ctx, job, deadletter.PermanentError,
-				fmt.Errorf("failed %d times with an unclassified error: %w", job.Attempt+1, err))
+		if !v.unclassified || job.Attempt+1 < d.cfg.MaxUnclassifiedAttempts {
+			return d.retry(job, v, err, time.Since(start))
 		}
-		return d.retry(job, v, err, time.Since(start))
+		d.metrics.unclassified.Inc()
+		v.outcome, v.reason = conflation.Permanent, deadletter.PermanentError
+		err = fmt.Errorf("failed %d times with an unclassified error: %w", job.Attempt+1, err)
 	}
 	d.metrics.observe(job, v.outcome, applied, time.Since(start))
+	if len(bad) > 0 {
+		// The others failed for good too: each bundle is dead-lettered
+		// with its own reason.
+		if !d.deadLetterUndecodable(ctx, job, bad) {
+			return conflation.Transient
+		}
+		good := *job
+		good.Bundles = group
+		out := d.deadLetter(ctx, &good, v.reason, err)
+		job.Err = good.Err
+		return out
+	}
 	return d.deadLetter(ctx, job, v.reason, err)
+}
+
+// deadLetterUndecodable records the bundles of a job whose data does not
+// decode as dead letters, each with its error's reason (bad_payload, or
+// the decoder's own). It reports false when they could not be stored: the
+// job is then retried, whatever became of its other bundles.
+func (d *Dispatcher) deadLetterUndecodable(ctx context.Context, job *conflation.Job, bad []undecodable) bool {
+	letters := make([]deadletter.Letter, 0, len(bad))
+	for _, u := range bad {
+		reason := Reason(u.err)
+		d.logger.Error("bundle data does not decode, dead-lettering it",
+			zap.String("hub", u.b.Hub), zap.String("type", u.b.Type),
+			zap.Stringer("version", u.b.Version), zap.String("reason", string(reason)), zap.Error(u.err))
+		letters = append(letters, deadletter.Bundles([]*bundle.Bundle{u.b}, reason, u.err)...)
+	}
+	if d.dead != nil {
+		if _, derr := d.dead.Write(ctx, letters...); derr != nil {
+			d.logger.Warn("dead letter not written, will retry the bundle",
+				zap.String("hub", job.Unit.Hub), zap.String("type", job.Type), zap.Error(derr))
+			return false
+		}
+	}
+	for _, l := range letters {
+		d.metrics.deadLettered(job.Type, string(l.Reason))
+	}
+	return true
 }
 
 // retry records a job's transient failure: counted, remembered for

@@ -1,7 +1,8 @@
 // Package dispatcher runs the database workers: each pops a ready
-// conflation unit, takes its next job, writes it in one transaction (the
-// handler and the bundle_versions fence together), and reports the outcome
-// back to the unit.
+// conflation unit, takes its next job, decodes its bundles' data (a bundle
+// whose data does not decode is dead-lettered on its own), writes it in one
+// transaction (the handler and the bundle_versions fence together), and
+// reports the outcome back to the unit.
 //
 // There are exactly as many workers as connections in the pool they use, so
 // a worker never waits for a connection and no more workers exist than

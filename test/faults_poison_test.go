@@ -16,11 +16,14 @@ import (
 const poisonTypePrefix = "io.stb.status.v1."
 
 // poisonCase is one bad message and the dead-letter reason it must get.
-// Reasons are those of pkg/transport/reject.go.
+// Reasons are those of pkg/deadletter/reason.go. atWrite marks a message
+// the reader takes (its envelope is good) whose data a worker decodes and
+// dead-letters when it takes it.
 type poisonCase struct {
-	name   string
-	reason string
-	rec    *kgo.Record
+	name    string
+	reason  string
+	rec     *kgo.Record
+	atWrite bool
 }
 
 // recordOpt changes a record built by ceRecord.
@@ -123,7 +126,8 @@ func poisonCorpus() []poisonCase {
 	n := 0
 	c := func(name, reason string, build func(id string) *kgo.Record) poisonCase {
 		n++
-		return poisonCase{name: name, reason: reason, rec: build(fmt.Sprintf("poison-%02d", n))}
+		rec := build(fmt.Sprintf("poison-%02d", n))
+		return poisonCase{name: name, reason: reason, rec: rec, atWrite: strings.HasPrefix(string(rec.Key), "hub-x-")}
 	}
 	hbWith := func(opts ...recordOpt) func(string) *kgo.Record {
 		return func(id string) *kgo.Record { return ceRecord(id, hub, "heartbeat", v, hb, opts...) }
@@ -133,6 +137,14 @@ func poisonCorpus() []poisonCase {
 	}
 	bare := func(key, value []byte, headers ...kgo.RecordHeader) func(string) *kgo.Record {
 		return func(string) *kgo.Record { return &kgo.Record{Key: key, Value: value, Headers: headers} }
+	}
+	// Bad data is read as a bundle and decoded when a worker takes it;
+	// a newer bundle of its hub and type would replace it unread (and it
+	// would replace an unwritten older one), so each goes to a hub of its
+	// own, which the simulation does not know: none is replaced, and
+	// should one be written it would show as a hub verify does not expect.
+	badData := func(typ string, data string, opts ...recordOpt) func(string) *kgo.Record {
+		return func(id string) *kgo.Record { return ceRecord(id, "hub-x-"+id, typ, v, []byte(data), opts...) }
 	}
 	versioned := func(version string) func(string) *kgo.Record {
 		return hbWith(withHeader("ce_extversion", version))
@@ -203,58 +215,61 @@ func poisonCorpus() []poisonCase {
 		c("1 MiB source", "invalid_hub", hbWith(withHeader("ce_source", huge))),
 		c("source with a control character", "invalid_hub", hbWith(withHeader("ce_source", "hub-001\x1b[2J"), withRecordKey([]byte("hub-001\x1b[2J")))),
 
-		// Data that does not decode into the type's payload.
-		c("truncated JSON", "bad_payload", typed("managedclusters", `{"objects":[{"metadata":{"name":"c`)),
-		c("objects is an object", "bad_payload", typed("managedclusters", `{"objects":{}}`)),
-		c("objects is a string", "bad_payload", typed("heartbeat", `{"objects":"none"}`)),
+		// Data that does not decode into the type's payload: dead-lettered
+		// when a worker takes it, at its offset. Read, it is a bundle like
+		// any other, held until written.
+		c("truncated JSON", "bad_payload", badData("managedclusters", `{"objects":[{"metadata":{"name":"c`)),
+		c("objects is an object", "bad_payload", badData("managedclusters", `{"objects":{}}`)),
+		c("objects is a string", "bad_payload", badData("heartbeat", `{"objects":"none"}`)),
 		c("managed cluster without metadata.name", "bad_payload",
-			typed("managedclusters", `{"objects":[{"metadata":{"uid":"u-1","labels":{}}}]}`)),
+			badData("managedclusters", `{"objects":[{"metadata":{"uid":"u-1","labels":{}}}]}`)),
 		c("managed cluster with an empty name", "bad_payload",
-			typed("managedclusters", `{"objects":[{"metadata":{"name":""}}]}`)),
-		c("metadata.name is a number", "bad_payload", typed("managedclusters", `{"objects":[{"metadata":{"name":42}}]}`)),
-		c("managedclusters without objects", "bad_payload", typed("managedclusters", `{}`)),
-		c("JSON null", "bad_payload", typed("managedclusters", `null`)),
-		c("JSON array", "bad_payload", typed("heartbeat", `[]`)),
-		c("no data", "bad_payload", typed("managedclusters", ``)),
+			badData("managedclusters", `{"objects":[{"metadata":{"name":""}}]}`)),
+		c("metadata.name is a number", "bad_payload", badData("managedclusters", `{"objects":[{"metadata":{"name":42}}]}`)),
+		c("managedclusters without objects", "bad_payload", badData("managedclusters", `{}`)),
+		c("JSON null", "bad_payload", badData("managedclusters", `null`)),
+		c("JSON array", "bad_payload", badData("heartbeat", `[]`)),
+		c("no data", "bad_payload", badData("managedclusters", ``)),
 		c("binary garbage as data", "bad_payload", func(id string) *kgo.Record {
-			return ceRecord(id, hub, "managedclusters", v, garbage)
+			return ceRecord(id, "hub-x-"+id, "managedclusters", v, garbage)
 		}),
-		c("policyId is a number", "bad_payload", typed("compliance", `{"objects":[{"policyId":5}]}`,
-			withHeader("ce_extdependencyversion", "1.1"))),
-		c("clusters is a string", "bad_payload",
-			typed("clusterspolicies", `{"objects":[{"policyId":"p","clusters":"c1"}]}`)),
-		c("event time not a time", "bad_payload", typed("policyevents",
+		c("event time not a time", "bad_payload", badData("policyevents",
 			`{"objects":[{"policyId":"p","clusterName":"c","eventName":"e","reason":"r","message":"m","time":"noon"}]}`)),
-		c("NUL in a compliance cluster name", "bad_payload", typed("compliance",
+		// Bad data of a type that waits for another: its hub never sent
+		// what it waits for, so it is never decoded, and is dead-lettered
+		// when it has waited --dependency-timeout.
+		c("policyId is a number", "dependency_timeout", badData("compliance", `{"objects":[{"policyId":5}]}`,
+			withHeader("ce_extdependencyversion", "1.1"))),
+		c("clusters is a string", "dependency_timeout",
+			badData("clusterspolicies", `{"objects":[{"policyId":"p","clusters":"c1"}]}`)),
+		c("NUL in a compliance cluster name", "dependency_timeout", badData("compliance",
 			`{"objects":[{"policyId":"p","nonCompliantClusters":["c\u0000x"]}]}`, withHeader("ce_extdependencyversion", "1.1"))),
 		// Valid JSON, but no ManagedCluster can have such a name, and
 		// PostgreSQL can store neither: the decoders check key columns
 		// (dbsyncers checkName) so that such data is a bad_payload dead
-		// letter on read rather than a failing transaction in a worker.
-		// Sent for hubs the simulation does not know, so that a wrong
-		// outcome shows here and not as a verify mismatch.
-		c("NUL in a managed cluster name", "bad_payload", func(id string) *kgo.Record {
-			return ceRecord(id, "hub-x-nul", "managedclusters", v, []byte(`{"objects":[{"metadata":{"name":"c\u0000x"}}]}`))
-		}),
-		c("30,000-character managed cluster name", "bad_payload", func(id string) *kgo.Record {
-			return ceRecord(id, "hub-x-long", "managedclusters", v,
-				[]byte(`{"objects":[{"metadata":{"name":"`+randomName(rng, 30_000)+`"}}]}`))
-		}),
+		// letter rather than a failing transaction.
+		c("NUL in a managed cluster name", "bad_payload", badData("managedclusters", `{"objects":[{"metadata":{"name":"c\u0000x"}}]}`)),
+		c("30,000-character managed cluster name", "bad_payload",
+			badData("managedclusters", `{"objects":[{"metadata":{"name":"`+randomName(rng, 30_000)+`"}}]}`)),
 	}
 }
 
 // TestPoisonCorpus mixes bad messages of every kind into the stream of
 // simulated hubs on one partition. Each must become exactly one dead letter
 // with its reason at its offset, counted by reason in
-// stb_transport_rejected_total; valid traffic — including a 64 KiB bundle
-// at the --max-bundle-bytes limit — must be applied and pass stb verify;
-// the committed offset must reach the end of the partition; and the bridge
+// stb_transport_rejected_total (rejected when read) or
+// stb_dispatcher_dead_letters_total (data that does not decode, found when
+// a worker decodes it); valid traffic — including a 64 KiB bundle at the
+// --max-bundle-bytes limit — must be applied and pass stb verify; the
+// committed offset must reach the end of the partition; and the bridge
 // must keep running throughout.
 func TestPoisonCorpus(t *testing.T) {
 	e := newEnv(t, 1)
 	// The smallest limit the bridge may have: the 64 KiB every hub is
-	// promised.
-	b := e.startBridge("--max-bundle-bytes", "64KiB")
+	// promised. Bad data that waits for a dependency its hub never sends
+	// is dead-lettered after the dependency timeout.
+	const dependencyTimeout = 10 * time.Second
+	b := e.startBridge("--max-bundle-bytes", "64KiB", "--dependency-timeout", dependencyTimeout.String())
 	cl := e.producer()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -331,11 +346,12 @@ func TestPoisonCorpus(t *testing.T) {
 	}
 	// Every message has been read once the reader's count reaches the
 	// end of the partition; a reject's dead letter is stored before the
-	// next message is read. Dead letters of the workers (a write that
-	// failed for good) come a little later, so wait for one per case.
+	// next message is read. Dead letters of the workers (data that does
+	// not decode, a write that failed for good, a dependency that never
+	// came) come later, so wait for one per case.
 	waitMessagesRead(t, b, end[0], time.Minute)
 	var letters map[int64][]deadLetterRow
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(dependencyTimeout + 20*time.Second)
 	for {
 		letters = e.deadLettersByOffset()
 		missing := 0
@@ -374,9 +390,20 @@ func TestPoisonCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for reason, n := range want {
-		if got := m.sumWith("stb_transport_rejected_total", "reason", reason); got != float64(n) {
-			t.Errorf("stb_transport_rejected_total{reason=%q} = %v, want %d", reason, got, n)
+	read, written := map[string]int{}, map[string]int{}
+	for _, pc := range cases {
+		if pc.atWrite {
+			written[pc.reason]++
+		} else {
+			read[pc.reason]++
+		}
+	}
+	for reason := range want {
+		if got := m.sumWith("stb_transport_rejected_total", "reason", reason); got != float64(read[reason]) {
+			t.Errorf("stb_transport_rejected_total{reason=%q} = %v, want %d", reason, got, read[reason])
+		}
+		if got := m.sumWith("stb_dispatcher_dead_letters_total", "reason", reason); got != float64(written[reason]) {
+			t.Errorf("stb_dispatcher_dead_letters_total{reason=%q} = %v, want %d", reason, got, written[reason])
 		}
 	}
 	// After the checks above, so that a message that pins the committed

@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		onResync = b.resyncs.send
 	}
 	mcfg := cfg.Conflation
-	mcfg.Types, mcfg.Merge = reg.Types(), reg.Mergers()
+	mcfg.Types, mcfg.Merge, mcfg.Decode = reg.Types(), reg.Mergers(), reg.Decode
 	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
 	if b.manager, err = conflation.NewManager(mcfg); err != nil {
 		return nil, err

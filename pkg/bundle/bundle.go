@@ -46,10 +46,14 @@ type Tracker interface {
 	Done(o Origin)
 }
 
-// Bundle is one decoded status report of one hub. Once inserted into a
-// conflation unit it is not modified (but by Supersede, under the unit's
-// lock, while it is pending and no worker has it): the unit hands the same
-// pointer to a worker while it keeps accepting newer bundles.
+// Bundle is one status report of one hub: read and checked as far as the
+// version fence and the conflation need (hub, type, versions, size), with
+// its data kept raw until it is about to be written (Decode). Once
+// inserted into a conflation unit it is not modified but by Supersede and
+// Decode, by whoever holds it: the unit, under its lock, while it is
+// pending and no worker has it; the worker that took it in a job. The unit
+// hands the same pointer to a worker while it keeps accepting newer
+// bundles.
 type Bundle struct {
 	Hub  string
 	Type string
@@ -60,8 +64,17 @@ type Bundle struct {
 	Dependency    Version
 	HasDependency bool
 
+	// Raw is the event data as read (for the global-hub profile, its
+	// chunks joined and its migration attributes added), which Decode
+	// turns into Payload and a dead letter keeps. Most bundles are
+	// replaced by a newer one of their hub and type before they are
+	// written, so the bridge decodes a payload only when it is about to
+	// write it (or to merge it with other deltas), never when it reads it.
+	Raw []byte
 	// Payload is the decoded data, of the type the bundle type's decoder
-	// returns; Size is the length of the raw data, for memory accounting.
+	// returns: nil until Decode, or set by whoever built the bundle (a
+	// merge of deltas, a test), which then counts as decoded. Size is the
+	// length of the raw data, for memory accounting, decoded or not.
 	Payload any
 	Size    int
 
@@ -78,9 +91,18 @@ type Bundle struct {
 	// the bridge is known for a copy, not a new run.
 	StartFrame int64
 
-	Origin     Origin
+	Origin Origin
+	// Message is the message the bundle was read from, for a dead letter
+	// that keeps it to be replayed (its data is Raw); nil for a bundle
+	// built otherwise. Holding it keeps the message's headers, which the
+	// reader's client allocated anyway, while the bundle is held.
+	Message    Message
 	EventTime  time.Time // when the hub produced it (CloudEvents time)
 	ReceivedAt time.Time // when the bridge read it
+
+	// decoded says Decode ran to its end; decodeErr is what it returned.
+	decoded   bool
+	decodeErr error
 
 	tracker Tracker
 	// carried is the message of an older bundle b replaced before either
@@ -88,6 +110,39 @@ type Bundle struct {
 	carried        Origin
 	carriedTracker Tracker
 }
+
+// Message is the message a bundle was read from, as a dead letter keeps
+// it: the key and the headers (the reader's CloudEvents attributes), copied
+// only when a letter is written.
+type Message interface {
+	Letter() (key []byte, headers map[string]string)
+}
+
+// DecodeFunc decodes the raw data of a bundle of type typ into its
+// payload; dbsyncers.Registry.Decode is the bridge's.
+type DecodeFunc = func(typ string, data []byte) (any, error)
+
+// Decode decodes Raw into Payload with decode, the first time it is
+// called, and returns decode's error; later calls return that error again
+// without decoding, so that a job retried after a failed write, or deltas
+// merged and then written, decode their data once. A bundle whose Payload
+// is already set counts as decoded. Call it only while holding b (see
+// Bundle).
+func (b *Bundle) Decode(decode DecodeFunc) error {
+	if b.decoded || b.Payload != nil {
+		return b.decodeErr
+	}
+	b.Payload, b.decodeErr = decode(b.Type, b.Raw)
+	if b.decodeErr != nil {
+		b.Payload = nil
+	}
+	b.decoded = true
+	return b.decodeErr
+}
+
+// Decoded reports whether b's payload was decoded (successfully or not)
+// or set by whoever built b.
+func (b *Bundle) Decoded() bool { return b.decoded || b.Payload != nil }
 
 // Track makes b report its message done to t when Release is called.
 func (b *Bundle) Track(t Tracker) { b.tracker = t }

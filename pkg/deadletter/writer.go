@@ -45,17 +45,26 @@ func (l *Letter) size() int64 {
 }
 
 // Bundles returns the dead letters of bundles whose write failed
-// permanently. The raw event is gone by then; the decoded payload,
-// re-encoded as JSON, stands in for its data.
+// permanently, with the event they were read from: its data
+// (bundle.Bundle.Raw), key and headers (bundle.Bundle.Message), as a
+// reader's reject keeps them, so that a letter can be replayed from its
+// stored copy once the bridge or the sender is fixed. A bundle built from
+// others (merged deltas) has no message of its own: its payload, encoded
+// as JSON, stands in for the data.
 func Bundles(bs []*bundle.Bundle, reason Reason, cause error) []Letter {
 	out := make([]Letter, len(bs))
 	for i, b := range bs {
-		data, _ := json.Marshal(b.Payload)
-		out[i] = Letter{
-			Hub: b.Hub, Type: b.Type, Version: b.Version.String(), Origin: b.Origin,
-			Reason: reason, Err: cause, Data: data,
-			Headers: map[string]string{"ce_source": b.Hub, "ce_extversion": b.Version.String()},
+		l := Letter{Hub: b.Hub, Type: b.Type, Version: b.Version.String(), Origin: b.Origin,
+			Reason: reason, Err: cause, Data: b.Raw}
+		if b.Message != nil {
+			l.Key, l.Headers = b.Message.Letter()
+		} else {
+			l.Headers = map[string]string{"ce_source": b.Hub, "ce_extversion": b.Version.String()}
+			if l.Data == nil {
+				l.Data, _ = json.Marshal(b.Payload)
+			}
 		}
+		out[i] = l
 	}
 	return out
 }

@@ -33,11 +33,15 @@ func validEnvelope(topic, hub string) transport.Envelope {
 }
 
 // decodeCase is one message the reader may meet. reason is "" for a
-// message that must become a bundle.
+// message that must become a bundle. badData marks a bundle whose data
+// does not decode: the reader takes it raw, as it decodes no payload, and
+// it is dead-lettered bad_payload when a worker takes it (dispatcher,
+// test/faults_poison_test.go), unless a newer one replaced it first.
 type decodeCase struct {
-	name   string
-	reason deadletter.Reason
-	build  func(t testing.TB, topic, hub string) *kafka.Message
+	name    string
+	reason  deadletter.Reason
+	build   func(t testing.TB, topic, hub string) *kafka.Message
+	badData bool
 }
 
 // fromEnvelope builds a case from a changed valid envelope.
@@ -62,8 +66,8 @@ func fromMessage(change func(m *kafka.Message)) func(testing.TB, string, string)
 }
 
 func badVersion(v string) decodeCase {
-	return decodeCase{"extversion " + v, deadletter.MalformedVersion,
-		fromMessage(func(m *kafka.Message) { setHeader(m, "ce_extversion", v) })}
+	return decodeCase{name: "extversion " + v, reason: deadletter.MalformedVersion,
+		build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_extversion", v) })}
 }
 
 // decodeCases are shared by the Decode table test, the fuzz seeds and the
@@ -71,55 +75,46 @@ func badVersion(v string) decodeCase {
 // MaxBundleBytes to MinMaxBundleBytes, as does testRules.
 func decodeCases() []decodeCase {
 	return []decodeCase{
-		{"heartbeat", "", fromEnvelope(nil)},
-		{"managedclusters with dependency", "", fromEnvelope(func(e *transport.Envelope) {
+		{name: "heartbeat", build: fromEnvelope(nil)},
+		{name: "managedclusters with dependency", build: fromEnvelope(func(e *transport.Envelope) {
 			e.Type = "managedclusters"
 			e.Dependency = &bundle.Version{Incarnation: 3, Generation: 1}
 			e.Data = []byte(`{"objects":[{"metadata":{"name":"c1"}}]}`)
 		})},
-		{"no time", "", fromMessage(func(m *kafka.Message) { delHeader(m, "ce_time") })},
-		{"delta naming its base", "", fromEnvelope(func(e *transport.Envelope) {
+		{name: "no time", build: fromMessage(func(m *kafka.Message) { delHeader(m, "ce_time") })},
+		{name: "delta naming its base", build: fromEnvelope(func(e *transport.Envelope) {
 			e.Type = "compliancedelta"
 			e.Dependency = &bundle.Version{Incarnation: 3, Generation: 5}
 		})},
-		{"data at the size limit", "", fromEnvelope(func(e *transport.Envelope) {
+		{name: "data at the size limit", build: fromEnvelope(func(e *transport.Envelope) {
 			e.Data = jsonOfSize(transport.MinMaxBundleBytes)
 		})},
 
-		{"not a cloudevent", deadletter.NotCloudEvent, func(_ testing.TB, topic, hub string) *kafka.Message {
+		{name: "not a cloudevent", reason: deadletter.NotCloudEvent, build: func(_ testing.TB, topic, hub string) *kafka.Message {
 			return &kafka.Message{
 				TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
 				Key:            []byte(hub),
 				Value:          []byte("hello, not an event"),
 			}
 		}},
-		{"specversion 0.3", deadletter.NotCloudEvent,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_specversion", "0.3") })},
-		{"specversion 2.0", deadletter.NotCloudEvent,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_specversion", "2.0") })},
-		{"unparsable time", deadletter.NotCloudEvent,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_time", "yesterday") })},
-		{"invalid extension name", deadletter.NotCloudEvent,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_bad-name", "x") })},
+		{name: "specversion 0.3", reason: deadletter.NotCloudEvent, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_specversion", "0.3") })},
+		{name: "specversion 2.0", reason: deadletter.NotCloudEvent, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_specversion", "2.0") })},
+		{name: "unparsable time", reason: deadletter.NotCloudEvent, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_time", "yesterday") })},
+		{name: "invalid extension name", reason: deadletter.NotCloudEvent, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_bad-name", "x") })},
 
-		{"missing id", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_id") })},
-		{"missing source", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_source") })},
-		{"missing type", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_type") })},
-		{"missing extversion", deadletter.MissingAttribute, fromMessage(func(m *kafka.Message) { delHeader(m, "ce_extversion") })},
+		{name: "missing id", reason: deadletter.MissingAttribute, build: fromMessage(func(m *kafka.Message) { delHeader(m, "ce_id") })},
+		{name: "missing source", reason: deadletter.MissingAttribute, build: fromMessage(func(m *kafka.Message) { delHeader(m, "ce_source") })},
+		{name: "missing type", reason: deadletter.MissingAttribute, build: fromMessage(func(m *kafka.Message) { delHeader(m, "ce_type") })},
+		{name: "missing extversion", reason: deadletter.MissingAttribute, build: fromMessage(func(m *kafka.Message) { delHeader(m, "ce_extversion") })},
 		// It would wait --dependency-timeout for a base that cannot come,
 		// pinning its partition's offset.
-		{"delta without extdependencyversion", deadletter.MissingAttribute,
-			fromEnvelope(func(e *transport.Envelope) { e.Type = "compliancedelta" })},
+		{name: "delta without extdependencyversion", reason: deadletter.MissingAttribute, build: fromEnvelope(func(e *transport.Envelope) { e.Type = "compliancedelta" })},
 
-		{"unknown type", deadletter.UnknownType, fromEnvelope(func(e *transport.Envelope) { e.Type = "nosuchtype" })},
-		{"foreign type prefix", deadletter.UnknownType,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", "com.example.heartbeat") })},
-		{"type with trailing white space", deadletter.UnknownType,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix+"heartbeat ") })},
-		{"type with leading white space", deadletter.UnknownType,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", " "+transport.DefaultTypePrefix+"heartbeat") })},
-		{"bare type prefix", deadletter.UnknownType,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix) })},
+		{name: "unknown type", reason: deadletter.UnknownType, build: fromEnvelope(func(e *transport.Envelope) { e.Type = "nosuchtype" })},
+		{name: "foreign type prefix", reason: deadletter.UnknownType, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", "com.example.heartbeat") })},
+		{name: "type with trailing white space", reason: deadletter.UnknownType, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix+"heartbeat ") })},
+		{name: "type with leading white space", reason: deadletter.UnknownType, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", " "+transport.DefaultTypePrefix+"heartbeat") })},
+		{name: "bare type prefix", reason: deadletter.UnknownType, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_type", transport.DefaultTypePrefix) })},
 
 		badVersion("a.b"),
 		badVersion("-1.2"),
@@ -130,34 +125,31 @@ func decodeCases() []decodeCase {
 		badVersion(""),
 		badVersion(" 1.2"),
 		badVersion("+1.2"),
-		{"malformed dependency", deadletter.MalformedVersion,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_extdependencyversion", "x") })},
+		{name: "malformed dependency", reason: deadletter.MalformedVersion, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_extdependencyversion", "x") })},
 
-		{"too large", deadletter.TooLarge, fromEnvelope(func(e *transport.Envelope) {
+		{name: "too large", reason: deadletter.TooLarge, build: fromEnvelope(func(e *transport.Envelope) {
 			e.Data = jsonOfSize(transport.MinMaxBundleBytes + 1)
 		})},
 
-		{"source is not the key", deadletter.SourceMismatch,
-			fromMessage(func(m *kafka.Message) { setHeader(m, "ce_source", string(m.Key)+"-impostor") })},
-		{"no key", deadletter.SourceMismatch, fromMessage(func(m *kafka.Message) { m.Key = nil })},
+		{name: "source is not the key", reason: deadletter.SourceMismatch, build: fromMessage(func(m *kafka.Message) { setHeader(m, "ce_source", string(m.Key)+"-impostor") })},
+		{name: "no key", reason: deadletter.SourceMismatch, build: fromMessage(func(m *kafka.Message) { m.Key = nil })},
 
-		{"hub name with a control character", deadletter.InvalidHub, fromMessage(func(m *kafka.Message) {
+		{name: "hub name with a control character", reason: deadletter.InvalidHub, build: fromMessage(func(m *kafka.Message) {
 			m.Key = append(m.Key, '\a')
 			setHeader(m, "ce_source", string(m.Key))
 		})},
-		{"hub name not UTF-8", deadletter.InvalidHub, fromMessage(func(m *kafka.Message) {
+		{name: "hub name not UTF-8", reason: deadletter.InvalidHub, build: fromMessage(func(m *kafka.Message) {
 			m.Key = append(m.Key, 0xff, 0xfe)
 			setHeader(m, "ce_source", string(m.Key))
 		})},
-		{"hub name too long", deadletter.InvalidHub, fromMessage(func(m *kafka.Message) {
+		{name: "hub name too long", reason: deadletter.InvalidHub, build: fromMessage(func(m *kafka.Message) {
 			m.Key = []byte(strings.Repeat("h", transport.MaxHubNameBytes+1))
 			setHeader(m, "ce_source", string(m.Key))
 		})},
 
-		{"payload not json", deadletter.BadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") })},
-		{"payload of the wrong shape", deadletter.BadPayload,
-			fromEnvelope(func(e *transport.Envelope) { e.Data = []byte(`{"objects":{}}`) })},
-		{"no data", deadletter.BadPayload, fromEnvelope(func(e *transport.Envelope) { e.Data = nil })},
+		{name: "payload not json", build: fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") }), badData: true},
+		{name: "payload of the wrong shape", build: fromEnvelope(func(e *transport.Envelope) { e.Data = []byte(`{"objects":{}}`) }), badData: true},
+		{name: "no data", build: fromEnvelope(func(e *transport.Envelope) { e.Data = nil }), badData: true},
 	}
 }
 

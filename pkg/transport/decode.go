@@ -17,22 +17,26 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// Decoder turns a bundle type's data into its payload. Decode returns an
-// error wrapping bundle.ErrUnknownType for a type it does not know (an
-// unknown_type reject); any other error makes the message a bad_payload
-// reject.
+// Decoder knows the bundle types and turns a type's data into its
+// payload.
+//
+// The reader decodes only what its profile must look into to know whether
+// a message counts at all (the global-hub agent's hub info without a
+// cluster id): every other bundle leaves the reader with its data raw
+// (bundle.Bundle.Raw), to be decoded when a worker writes it, since most
+// are replaced by a newer one of their hub and type before that. Its data
+// is checked then, and dead-lettered if it does not decode. So the reader
+// tells an unknown type by Known, before anything else, never by a decode
+// error.
 type Decoder interface {
-	Decode(typ string, data []byte) (payload any, err error)
-}
-
-// TypeChecker is optionally implemented by a Decoder. Without it an unknown
-// type is only noticed when its data is decoded, after the version and size
-// checks, so a message that is wrong in several ways may be rejected for
-// one of those instead.
-type TypeChecker interface {
 	// Known reports whether typ, the short type such as "heartbeat", is a
 	// bundle type the bridge handles.
 	Known(typ string) bool
+	// Decode returns an error wrapping bundle.ErrUnknownType for a type
+	// it does not know (an unknown_type reject); any other error makes
+	// the message a bad_payload reject, or a reject with the reason the
+	// error carries (deadletter.Reasoned).
+	Decode(typ string, data []byte) (payload any, err error)
 }
 
 // DependencyChecker is optionally implemented by a Decoder: a type it
@@ -124,8 +128,7 @@ func header(msg *kafka.Message, key string) (string, bool) {
 	return "", false
 }
 
-// Decoders is a Decoder and TypeChecker from a map of short type to decode
-// function.
+// Decoders is a Decoder from a map of short type to decode function.
 type Decoders map[string]func(data []byte) (any, error)
 
 // Known reports whether typ has a decode function.
@@ -150,8 +153,11 @@ type Rules struct {
 }
 
 // Decode turns one Kafka message into a bundle, or says why it cannot. It
-// is pure (no I/O, no shared state) and returns exactly one non-nil result;
-// it never panics on bad input. receivedAt becomes the bundle's ReceivedAt.
+// checks what the version fence and the conflation need (the envelope, the
+// hub, the type, the versions, the size) and keeps the data raw, undecoded
+// (see Decoder). It is pure (no I/O, no shared state) and returns exactly
+// one non-nil result; it never panics on bad input. receivedAt becomes the
+// bundle's ReceivedAt.
 func Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	return decode(readAttrs, msg, rules, receivedAt)
 }
@@ -226,7 +232,7 @@ func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.T
 	if !ok || short == "" {
 		return reject(deadletter.UnknownType, fmt.Errorf("type %q does not start with %q", typ, rules.TypePrefix))
 	}
-	if tc, ok := rules.Decoder.(TypeChecker); ok && !tc.Known(short) {
+	if !rules.Decoder.Known(short) {
 		return reject(deadletter.UnknownType, fmt.Errorf("%w: %q", bundle.ErrUnknownType, short))
 	}
 
@@ -265,12 +271,7 @@ func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.T
 		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q is not the message key %q", sent, msg.Key))
 	}
 
-	payload, err := rules.Decoder.Decode(short, data)
-	if err != nil {
-		return reject(payloadReason(err), err)
-	}
-	b.Payload = payload
-	b.Size = len(data)
+	b.Raw, b.Size, b.Message = data, len(data), (*readMessage)(msg)
 	b.EventTime = ev.time
 	if b.EventTime.IsZero() {
 		// time is optional in CloudEvents; the broker's timestamp is the

@@ -8,7 +8,8 @@
 // position belongs to the same Kafka cluster, and turns every message into a
 // bundle.Bundle through Decode: the kafka_confluent binding reads the binary
 // mode CloudEvent, which is then validated (attributes, type, versions, size,
-// source against key) and its data decoded by the bundle type's decoder. Each
+// source against key); its data is kept raw, for the worker that writes the
+// bundle to decode (most bundles are replaced before that). Each
 // offset is registered with the committer before its bundle is handed to the
 // Sink (the conflation manager), so the committed position never passes a
 // message still held anywhere. A message that cannot become a bundle is a

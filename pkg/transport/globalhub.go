@@ -62,6 +62,12 @@ type ghType struct {
 	// (agent/pkg/status/generic/generic_emitter.go: PostSend), so their
 	// runs start at generation 0 and nothing else starts one.
 	ticks bool
+	// screened: some of its events are ignored, as upstream's manager
+	// ignores them, and only their decoded data tells which (a hub info
+	// without clusterId): decoded when read, so that an ignored one is
+	// skipped and never replaces an unwritten one that counts. Every
+	// other type is decoded when it is written (see Decoder).
+	screened bool
 }
 
 // ghTypes are the global-hub event types the bridge stores, by the type
@@ -69,7 +75,7 @@ type ghType struct {
 // manager's handlers registered in manager/pkg/status/handlers).
 var ghTypes = map[string]ghType{
 	"managedhub.heartbeat":           {},
-	"managedhub.info":                {},
+	"managedhub.info":                {screened: true},
 	"managedcluster":                 {ticks: true},
 	"policy.localspec":               {ticks: true},
 	"policy.localcompliance":         {dependents: true},
@@ -222,6 +228,10 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 			return reject(deadletter.BadPayload, err)
 		}
 	}
+	b.Raw, b.Size, b.Message = data, len(data), (*readMessage)(msg)
+	if !t.screened {
+		return b, nil
+	}
 	payload, err := rules.Decoder.Decode(bundleType, data)
 	if err != nil {
 		return reject(payloadReason(err), err)
@@ -234,7 +244,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		r.Hub, r.Type, r.Skipped = hub, bundleType, true
 		return nil, r
 	}
-	b.Payload, b.Size = payload, len(data)
+	b.Payload = payload // decoded: the worker does not decode it again
 	return b, nil
 }
 

@@ -124,7 +124,11 @@ func ghCases() []ghCase {
 		change("sendmode batch with an object", deadletter.BadPayload, "event.localreplicatedpolicy", func(e *transport.GlobalHubEvent) { e.SendMode = "batch" }),
 		change("events without sendmode are a batch", "", "event.managedcluster", func(e *transport.GlobalHubEvent) { e.SendMode = "" }),
 		change("unknown sendmode", deadletter.BadPayload, "event.managedcluster", func(e *transport.GlobalHubEvent) { e.SendMode = "stream" }),
-		change("compliance wrapped in objects", deadletter.BadPayload, "policy.localcompliance", func(e *transport.GlobalHubEvent) { e.Data = []byte(`{"objects":[]}`) }),
+		// Taken raw when read, refused when written (dbsyncers).
+		change("compliance wrapped in objects", "", "policy.localcompliance", func(e *transport.GlobalHubEvent) { e.Data = []byte(`{"objects":[]}`) }),
+		// A hub info is decoded when read, as only its data says whether
+		// it is ignored: a bad one is still rejected then.
+		change("hub info not an object", deadletter.BadPayload, "managedhub.info", func(e *transport.GlobalHubEvent) { e.Data = []byte(`[]`) }),
 		change("data over the limit", deadletter.TooLarge, "managedhub.info", func(e *transport.GlobalHubEvent) {
 			e.Data = []byte(`{"clusterId":"` + strings.Repeat("x", transport.GlobalHubAgentMaxBytes) + `"}`)
 		}),
@@ -183,8 +187,13 @@ func TestGlobalHubDecode(t *testing.T) {
 			if b.Hub != hub || b.Type != bundle.GlobalHubPrefix+strings.TrimPrefix(typ, transport.GlobalHubEventTypePrefix) {
 				t.Fatalf("bundle of hub %q type %q", b.Hub, b.Type)
 			}
-			if b.Origin != (bundle.Origin{Topic: topic, Partition: 0, Offset: int64(10 + i)}) || b.Payload == nil || !b.EventTime.Equal(ghTime) {
+			if b.Origin != (bundle.Origin{Topic: topic, Partition: 0, Offset: int64(10 + i)}) || !b.EventTime.Equal(ghTime) || b.Size != len(b.Raw) {
 				t.Fatalf("bundle %+v", b)
+			}
+			// Only a hub info is decoded when read (it may be one to
+			// ignore); the others keep their data for the worker.
+			if isInfo := b.Type == dbsyncers.GHHubInfo; (b.Payload != nil) != isInfo {
+				t.Fatalf("%s bundle read with payload %T", b.Type, b.Payload)
 			}
 			// Agent's version 3.7, the first read of its type: run 1, then
 			// the generation and the value.
@@ -484,7 +493,7 @@ func FuzzGlobalHubDecode(f *testing.F) {
 			}
 			return
 		}
-		if b.Hub == "" || b.Payload == nil || b.Size > transport.GlobalHubMaxBundleBytes(rules.MaxBundleBytes) {
+		if b.Hub == "" || (b.Payload != nil) != (b.Type == dbsyncers.GHHubInfo) || b.Size != len(b.Raw) || b.Size > transport.GlobalHubMaxBundleBytes(rules.MaxBundleBytes) {
 			t.Fatalf("bundle breaks the rules: %+v", b)
 		}
 		if h, ok := strings.CutPrefix(topic, transport.GlobalHubTopicPrefix); ok && strings.HasPrefix(b.Type, bundle.GlobalHubPrefix) && h != b.Hub {

@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,8 +16,9 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// panicData makes the test decoder panic, as a decoder with a bug would.
-var panicData = []byte(`{"objects":"panic"}`)
+// panicType makes the test decoder panic when the reader asks whether it
+// knows the type, as a decoder with a bug would.
+const panicType = "panicky"
 
 // objects is the payload shape shared by the test bundle types.
 type objects struct {
@@ -26,9 +26,6 @@ type objects struct {
 }
 
 func decodeObjects(data []byte) (any, error) {
-	if bytes.Equal(data, panicData) {
-		panic("the test decoder's bug")
-	}
 	var o objects
 	if err := json.Unmarshal(data, &o); err != nil {
 		return nil, err
@@ -42,11 +39,18 @@ func testDecoders() testDecoder {
 	return testDecoder{transport.Decoders{"heartbeat": decodeObjects, "managedclusters": decodeObjects, "compliancedelta": decodeObjects}}
 }
 
-// testDecoder is a Decoder, TypeChecker and DependencyChecker:
+// testDecoder is a Decoder and DependencyChecker:
 // compliancedelta applies only on the version it names.
 type testDecoder struct{ transport.Decoders }
 
 func (testDecoder) NeedsDependency(typ string) bool { return typ == "compliancedelta" }
+
+func (d testDecoder) Known(typ string) bool {
+	if typ == panicType {
+		panic("the test decoder's bug")
+	}
+	return d.Decoders.Known(typ)
+}
 
 // testSink records inserted bundles; when release is set it releases each
 // one at once, as if written. delay makes each insert that slow.

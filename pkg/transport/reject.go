@@ -55,6 +55,28 @@ func (r *Reject) Error() string {
 // Unwrap returns the underlying error.
 func (r *Reject) Unwrap() error { return r.Err }
 
+// readMessage is a message that became a bundle (bundle.Bundle.Message):
+// if a worker dead-letters the bundle, the letter keeps its key and
+// headers, as a reader's reject does, so that it can be replayed from the
+// stored copy. A conversion of the *kafka.Message, so it costs nothing.
+type readMessage kafka.Message
+
+// Letter returns the message's key and a copy of its headers.
+func (m *readMessage) Letter() (key []byte, headers map[string]string) {
+	return m.Key, headerMap(m.Headers)
+}
+
+func headerMap(hs []kafka.Header) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		out[h.Key] = string(h.Value)
+	}
+	return out
+}
+
 // newReject captures the raw message. The headers are copied into a map
 // here, on the reject path only, so accepted messages never pay for it.
 func newReject(msg *kafka.Message, origin bundle.Origin, reason deadletter.Reason, err error) *Reject {
@@ -62,12 +84,6 @@ func newReject(msg *kafka.Message, origin bundle.Origin, reason deadletter.Reaso
 	if msg == nil {
 		return r
 	}
-	r.Key, r.Data = msg.Key, msg.Value
-	if len(msg.Headers) > 0 {
-		r.Headers = make(map[string]string, len(msg.Headers))
-		for _, h := range msg.Headers {
-			r.Headers[h.Key] = string(h.Value)
-		}
-	}
+	r.Key, r.Data, r.Headers = msg.Key, msg.Value, headerMap(msg.Headers)
 	return r
 }

@@ -173,10 +173,15 @@ func stampTime(msg *kafka.Message, t time.Time) {
 	msg.Headers = append(msg.Headers, kafka.Header{Key: "ce_time", Value: v})
 }
 
-// poisoned publishes a reject instead of every message, of the same hub,
-// key and version: every other one an event type no bridge knows
-// (unknown_type), the others the message's own type with data that is not
-// JSON (bad_payload), which costs the reader a decode.
+// poisoned publishes a reject instead of every message: every other one
+// of the same hub, key and version, of an event type no bridge knows
+// (unknown_type, dead-lettered by the reader); the others managedclusters
+// bundles whose data is not JSON, from a hub of their own beside the
+// message's (poisonHub). The reader takes those (it decodes no payload):
+// a newer one of the poison hub replaces an unwritten one unread, and the
+// one a worker takes is dead-lettered bad_payload. A hub of their own, as
+// the newest bundle of a hub replaces its older ones: a bad one would
+// replace a valid one unwritten.
 type poisoned struct {
 	*sim.KafkaPublisher
 	mix bool // send the message too, before its reject
@@ -194,6 +199,9 @@ func (p *poisoned) Publish(ctx context.Context, m sim.Message) error {
 	if p.n%2 == 0 {
 		m.Type = poisonType
 	} else {
+		// managedclusters waits for nothing: the bad data is written,
+		// and dead-lettered, without a base the poison hub never sends.
+		m.Hub, m.Type, m.Dependency = m.Hub+poisonHub, "managedclusters", nil
 		m.Data = []byte(`{"objects":[{"metadata":`)
 	}
 	return p.KafkaPublisher.Publish(ctx, m)
@@ -201,3 +209,10 @@ func (p *poisoned) Publish(ctx context.Context, m sim.Message) error {
 
 // poisonType is the bundle type of the poison-flood's rejects.
 const poisonType = "poison"
+
+// poisonHub ends the names of the hubs the poison-flood's bad data comes
+// from.
+const poisonHub = "-poison"
+
+// unknownRejects is how many of n poisoned messages are of poisonType.
+func unknownRejects(n int64) int64 { return n / 2 }

@@ -192,7 +192,8 @@ func header(r *kgo.Record, key string) string {
 // TestRunProducer: the producer process publishes its simulation in each
 // of its modes, reports its progress in the lines the parent reads, and
 // writes the expected state; the rejects of the poison modes are the
-// simulation's messages made invalid, half of an unknown type.
+// simulation's messages made invalid, half of an unknown type, half bad
+// data of poison hubs.
 func TestRunProducer(t *testing.T) {
 	for name, tc := range map[string]struct {
 		spec produceSpec
@@ -253,6 +254,10 @@ func TestRunProducer(t *testing.T) {
 					rejects++
 					if strings.HasSuffix(header(r, "ce_type"), "."+poisonType) {
 						unknown++
+					} else if !strings.HasSuffix(string(r.Key), poisonHub) || !strings.HasSuffix(header(r, "ce_type"), ".managedclusters") {
+						// Bad data of a valid hub would replace its
+						// unwritten valid bundle (decoded only when written).
+						t.Errorf("bad data of hub %q, type %s: want managedclusters of a poison hub", r.Key, header(r, "ce_type"))
 					}
 				}
 			}

@@ -31,8 +31,10 @@ type readResult struct {
 // readAndDecode is the read+decode ceiling: a confluent consumer in a
 // fresh group with the reader's librdkafka settings, polling on one
 // goroutine and calling transport.Decode on every message on another, like
-// the reader, writing nothing. It reads until it has seen total messages.
-// Accepted bundles go to keep when it is not nil.
+// the reader, then decoding its payload, which the bridge does only for
+// the bundles it writes (the workers decode them), writing nothing. It
+// reads until it has seen total messages. Accepted bundles go to keep
+// when it is not nil.
 func readAndDecode(ctx context.Context, brokers string, topics []string, group string, total int64,
 	dec decoder, keep *finalState, progress func(read int64, elapsed time.Duration),
 ) (readResult, error) {
@@ -48,6 +50,10 @@ func readAndDecode(ctx context.Context, brokers string, topics []string, group s
 				if !rej.Skipped { // a type known and not stored is no reject
 					rejected++
 				}
+				continue
+			}
+			if err := b.Decode(dec.rules.Decoder.Decode); err != nil {
+				rejected++
 				continue
 			}
 			if keep != nil {
