@@ -228,7 +228,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 			return reject(deadletter.BadPayload, err)
 		}
 	}
-	b.Raw, b.Size, b.Message = data, len(data), (*readMessage)(msg)
+	b.Raw, b.Size, b.Message = data, len(data), keepMessage(msg)
 	if !t.screened {
 		return b, nil
 	}
