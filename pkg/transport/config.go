@@ -113,10 +113,15 @@ type Config struct {
 	RevokeTimeout time.Duration
 }
 
-// DefaultConfig returns a configuration with every default set, the source
+// DefaultConfig returns a configuration with every default set but the
+// rebalance callbacks' bounds (derived when the reader starts), the source
 // check on, and no brokers or topics.
 func DefaultConfig() Config {
-	return Config{VerifySource: true}.withDefaults()
+	c := Config{VerifySource: true}.withDefaults()
+	// Left 0: the reader derives them from max.poll.interval.ms, which the
+	// properties set later may lower (withDefaults).
+	c.AssignTimeout, c.RevokeTimeout = 0, 0
+	return c
 }
 
 func (c Config) withDefaults() Config {
@@ -138,11 +143,19 @@ func (c Config) withDefaults() Config {
 	if c.PollTimeout == 0 {
 		c.PollTimeout = DefaultPollTimeout
 	}
+	// The rebalance callbacks run on the poll loop: with a
+	// max.poll.interval.ms below twice their default bounds, each gets a
+	// quarter of it, so that an assignment and a revocation in one poll
+	// against a hung database still leave the consumer in its group.
+	limit := DefaultAssignTimeout
+	if ms, err := strconv.Atoi(c.Properties["max.poll.interval.ms"]); err == nil && ms > 0 {
+		limit = min(limit, time.Duration(ms)*time.Millisecond/4)
+	}
 	if c.AssignTimeout == 0 {
-		c.AssignTimeout = DefaultAssignTimeout
+		c.AssignTimeout = min(DefaultAssignTimeout, limit)
 	}
 	if c.RevokeTimeout == 0 {
-		c.RevokeTimeout = DefaultRevokeTimeout
+		c.RevokeTimeout = min(DefaultRevokeTimeout, limit)
 	}
 	return c
 }
@@ -189,6 +202,11 @@ func (c *Config) Validate() error {
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", name, v))
+		}
+	}
+	if ms, err := strconv.Atoi(d.Properties["max.poll.interval.ms"]); err == nil && ms > 0 {
+		if poll := time.Duration(ms) * time.Millisecond; d.AssignTimeout+d.RevokeTimeout >= poll {
+			errs = append(errs, fmt.Errorf("assign timeout %v and revoke timeout %v together must stay below max.poll.interval.ms (%v): the rebalance callbacks run on the poll loop", d.AssignTimeout, d.RevokeTimeout, poll))
 		}
 	}
 	for k, v := range d.Properties {

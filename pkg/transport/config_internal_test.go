@@ -81,3 +81,37 @@ func TestLogLimit(t *testing.T) {
 		t.Fatalf("suppressed %d after taking them, want 0", n)
 	}
 }
+
+// The rebalance callbacks run on the poll loop: with a lowered
+// max.poll.interval.ms (the hang test's 7 s) their default bounds (10 s
+// each) shrink to a quarter of it, and bounds set that do not fit are
+// refused rather than left to evict the consumer from its group.
+func TestCallbackTimeoutsFitThePollInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		poll           string
+		assign, revoke time.Duration
+		want           time.Duration // both, with defaults applied
+		valid          bool
+	}{
+		{"librdkafka's default (300 s)", "", 0, 0, DefaultAssignTimeout, true},
+		{"a minute", "60000", 0, 0, DefaultAssignTimeout, true},
+		{"7 s", "7000", 0, 0, 1750 * time.Millisecond, true},
+		{"7 s with bounds set too long", "7000", 5 * time.Second, 3 * time.Second, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Brokers, c.Topics, c.AssignTimeout, c.RevokeTimeout = "b:1", []string{"t"}, tc.assign, tc.revoke
+			if tc.poll != "" {
+				c.Properties = map[string]string{"max.poll.interval.ms": tc.poll}
+			}
+			err := c.Validate()
+			if (err == nil) != tc.valid {
+				t.Fatalf("Validate: %v, want valid %v", err, tc.valid)
+			}
+			if d := c.withDefaults(); tc.valid && (d.AssignTimeout != tc.want || d.RevokeTimeout != tc.want) {
+				t.Errorf("assign %v, revoke %v; want %v each", d.AssignTimeout, d.RevokeTimeout, tc.want)
+			}
+		})
+	}
+}
