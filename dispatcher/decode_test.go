@@ -62,6 +62,12 @@ func read(t *testing.T, reg *dbsyncers.Registry, released bundle.Tracker, envs .
 // dispatcher of one worker until every bundle is released.
 func dispatch(t *testing.T, pool *pgxpool.Pool, reg *dbsyncers.Registry, mcfg conflation.Config, released *doneCount, bundles []*bundle.Bundle) *Dispatcher {
 	t.Helper()
+	return dispatchWith(t, pool, reg, mcfg, DefaultConfig(1), released, bundles)
+}
+
+// dispatchWith is dispatch with the dispatcher's configuration cfg.
+func dispatchWith(t *testing.T, pool *pgxpool.Pool, reg *dbsyncers.Registry, mcfg conflation.Config, cfg Config, released *doneCount, bundles []*bundle.Bundle) *Dispatcher {
+	t.Helper()
 	mcfg.Types = reg.Types()
 	mcfg.Backoff = backoff.Exponential{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}
 	mgr, err := conflation.NewManager(mcfg)
@@ -71,7 +77,6 @@ func dispatch(t *testing.T, pool *pgxpool.Pool, reg *dbsyncers.Registry, mcfg co
 	for _, b := range bundles {
 		mgr.Insert(b)
 	}
-	cfg := DefaultConfig(1)
 	cfg.WakeInterval = 10 * time.Millisecond
 	d, err := New(cfg, Deps{Pool: pool, Manager: mgr, Applier: reg, DeadLetters: deadletter.NewWriter(pool), Logger: zap.NewNop()})
 	if err != nil {

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
-	"github.com/stbridge/stb/pkg/backoff"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -62,39 +59,15 @@ func runUntilReleased(t *testing.T, pool *pgxpool.Pool, cfg Config, bundles map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := conflation.NewManager(conflation.Config{Types: reg.Types(), Backoff: backoff.Exponential{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var released doneCount
-	i := 0
+	var bs []*bundle.Bundle
 	for hub, typ := range bundles {
 		b := &bundle.Bundle{Hub: hub, Type: typ, Version: bundle.Version{Incarnation: 1, Generation: 1}, Size: 10,
-			Origin: bundle.Origin{Topic: "status", Offset: int64(i)}}
+			Origin: bundle.Origin{Topic: "status", Offset: int64(len(bs))}}
 		b.Track(&released)
-		mgr.Insert(b)
-		i++
+		bs = append(bs, b)
 	}
-	cfg.WakeInterval = 10 * time.Millisecond
-	d, err := New(cfg, Deps{Pool: pool, Manager: mgr, Applier: reg, DeadLetters: deadletter.NewWriter(pool), Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for int(released.n.Load()) < len(bundles) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := int(released.n.Load()); n != len(bundles) {
-		t.Fatalf("%d of %d bundles finished", n, len(bundles))
-	}
-	return d
+	return dispatchWith(t, pool, reg, conflation.Config{}, cfg, &released, bs)
 }
 
 // TestBatchFailures: a batch that fails transiently (a serialization
