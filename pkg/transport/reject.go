@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"encoding/binary"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"slices"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -59,56 +57,25 @@ func (r *Reject) Unwrap() error { return r.Err }
 
 // keptMessage is what a bundle keeps of the message it was read from
 // (bundle.Bundle.Message), for a dead letter of its data written by a
-// worker: the key and the headers, packed into one allocation at read
-// (uvarint-length-prefixed key, then the headers' count and each key and
-// value). Holding the *kafka.Message instead kept its header structs (two
-// allocations a header) and its value for as long as the bundle waited:
-// on the global-hub agents' backlog ~100 MiB of heap more at the peak.
-type keptMessage []byte
-
-// keepMessage packs msg's key and headers.
-func keepMessage(msg *kafka.Message) keptMessage {
-	n := binary.MaxVarintLen64 * (2 + 2*len(msg.Headers))
-	n += len(msg.Key)
-	for _, h := range msg.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	b := make([]byte, 0, n)
-	b = binary.AppendUvarint(b, uint64(len(msg.Key)))
-	b = append(b, msg.Key...)
-	b = binary.AppendUvarint(b, uint64(len(msg.Headers)))
-	for _, h := range msg.Headers {
-		b = binary.AppendUvarint(b, uint64(len(h.Key)))
-		b = append(b, h.Key...)
-		b = binary.AppendUvarint(b, uint64(len(h.Value)))
-		b = append(b, h.Value...)
-	}
-	return keptMessage(slices.Clip(b))
+// worker: its key and headers as the client gave them, not the
+// *kafka.Message, which would keep its value too where the bundle's data
+// is another buffer (joined chunks) and the message struct itself. Packing
+// them into one buffer instead kept less on the global-hub backlog but
+// allocated at read for every message, which raised the heap's peak where
+// few large bundles are held (TestBackpressureBacklog: 28.7 → 32.7 MiB).
+type keptMessage struct {
+	key     []byte
+	headers []kafka.Header
 }
 
-// Letter returns the message's key and its headers.
-func (m keptMessage) Letter() (key []byte, headers map[string]string) {
-	next := func() []byte {
-		l, n := binary.Uvarint(m)
-		out := m[n : n+int(l) : n+int(l)]
-		m = m[n+int(l):]
-		if len(out) == 0 {
-			return nil
-		}
-		return out
-	}
-	key = next()
-	count, n := binary.Uvarint(m)
-	m = m[n:]
-	if count == 0 {
-		return key, nil
-	}
-	headers = make(map[string]string, count)
-	for range count {
-		k := next()
-		headers[string(k)] = string(next())
-	}
-	return key, headers
+// keepMessage keeps msg's key and headers.
+func keepMessage(msg *kafka.Message) *keptMessage {
+	return &keptMessage{key: msg.Key, headers: msg.Headers}
+}
+
+// Letter returns the message's key and a copy of its headers.
+func (m *keptMessage) Letter() (key []byte, headers map[string]string) {
+	return m.key, headerMap(m.headers)
 }
 
 func headerMap(hs []kafka.Header) map[string]string {

@@ -8,7 +8,7 @@ import (
 )
 
 // What a bundle keeps of its message gives a worker's dead letter the
-// same key and headers as the message had, from one packed allocation.
+// same key and headers as the message had.
 func TestKeptMessageLetter(t *testing.T) {
 	for _, tc := range []struct {
 		name string
