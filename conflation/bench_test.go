@@ -2,6 +2,7 @@ package conflation
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -63,4 +64,37 @@ func BenchmarkNextReport(b *testing.B) {
 		}
 		m.Report(j, Applied)
 	}
+}
+
+// BenchmarkIdleUnitBytes measures what a hub's unit holds with nothing
+// buffered (issue 22: ≤ 2 KB per hub is the target): units of 17 types,
+// as a bridge reading both wire profiles has, each with one written
+// version of one type, as after a catch-up before idle eviction. It
+// reports the live heap per unit.
+func BenchmarkIdleUnitBytes(b *testing.B) {
+	types := make([]bundle.TypeInfo, 17)
+	for i := range types {
+		types[i] = bundle.TypeInfo{Name: fmt.Sprintf("type-%02d", i), Kind: bundle.Complete}
+	}
+	const hubs = 20000
+	for b.Loop() {
+		m, err := NewManager(Config{Types: types})
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := liveHeap()
+		for i := range hubs {
+			m.unit(fmt.Sprintf("hub-%05d", i)).slots[0].processed = bundle.Version{Incarnation: 1, Generation: 1}
+		}
+		after := liveHeap()
+		b.ReportMetric(float64(after-before)/hubs, "B/unit")
+		runtime.KeepAlive(m)
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

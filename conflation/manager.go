@@ -120,11 +120,13 @@ func (c Config) withDefaults() Config {
 //
 // Lock order: Manager.mu is never held while a unit's mutex is taken.
 type Manager struct {
-	cfg     Config
-	index   map[string]int
-	queue   *ReadyQueue
-	metrics *metrics
-	held    atomic.Int64
+	cfg   Config
+	index map[string]int
+	// slotTypes are the types as every unit's slots share them (slot).
+	slotTypes []slotType
+	queue     *ReadyQueue
+	metrics   *metrics
+	held      atomic.Int64
 
 	mu    sync.RWMutex
 	units map[string]*Unit
@@ -165,6 +167,13 @@ func NewManager(cfg Config) (*Manager, error) {
 	for i, t := range cfg.Types {
 		m.index[t.Name] = i
 		names[i] = t.Name
+	}
+	m.slotTypes = make([]slotType, len(cfg.Types))
+	for i, t := range cfg.Types {
+		m.slotTypes[i] = slotType{info: t, dep: -1, merge: cfg.Merge[t.Name]}
+		if t.Rule != bundle.NoDependency {
+			m.slotTypes[i].dep = m.index[t.DependsOn]
+		}
 	}
 	metrics, err := newMetrics(cfg.Registerer, names, m)
 	if err != nil {
@@ -444,12 +453,9 @@ func (m *Manager) unit(hub string) *Unit {
 	if u, ok := m.units[hub]; ok {
 		return u
 	}
-	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.cfg.Types)), lastActive: m.cfg.Now()}
-	for i, t := range m.cfg.Types {
-		u.slots[i] = slot{info: t, dep: -1, merge: m.cfg.Merge[t.Name]}
-		if t.Rule != bundle.NoDependency {
-			u.slots[i].dep = m.index[t.DependsOn]
-		}
+	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.slotTypes)), lastActive: m.cfg.Now()}
+	for i := range m.slotTypes {
+		u.slots[i].slotType = &m.slotTypes[i]
 	}
 	if d, ok := m.dormant[hub]; ok {
 		for _, ds := range d {

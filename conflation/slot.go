@@ -9,9 +9,14 @@ import (
 // slot is a unit's state for one bundle type. It is only touched under the
 // unit's mutex.
 type slot struct {
-	info  bundle.TypeInfo
-	dep   int // index of the slot this one depends on, -1 for none
-	merge MergeFunc
+	// slotType is what every unit's slot of this type shares (the
+	// Manager's): a pointer, so that a unit holds 8 bytes of it per type
+	// instead of 64 — every hub has a slot of every type of the profiles
+	// read, written or not (issue 22: memory per hub).
+	*slotType
+	// mergeOff is set once a merge of this slot panicked: its deltas are
+	// written as they are from then on.
+	mergeOff bool
 	// pending holds what is waiting to be written: at most one bundle for a
 	// complete type; for deltas and streams an ordered list (deltas all on
 	// one base).
@@ -38,6 +43,13 @@ type slot struct {
 	// skipped counts how often the slot was ready but a higher-priority
 	// one was served instead; see Unit.pickLocked.
 	skipped int
+}
+
+// slotType is a bundle type as the units' slots of it see it.
+type slotType struct {
+	info  bundle.TypeInfo
+	dep   int // index of the slot this one depends on, -1 for none
+	merge MergeFunc
 }
 
 // base returns the dependency version of the pending group (deltas).

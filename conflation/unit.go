@@ -157,7 +157,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 			s.waitingSince = now
 		}
 		s.pending = append(s.pending, b)
-		if s.merge != nil && !u.m.cfg.NoConflation && u.m.cfg.MaxDeltaBytes > 0 && s.pendingBytes() > u.m.cfg.MaxDeltaBytes {
+		if s.merge != nil && !s.mergeOff && !u.m.cfg.NoConflation && u.m.cfg.MaxDeltaBytes > 0 && s.pendingBytes() > u.m.cfg.MaxDeltaBytes {
 			u.mergeLocked(s, rel, tm)
 		}
 	case bundle.Stream:
@@ -205,7 +205,7 @@ func (u *Unit) mergeLocked(s *slot, rel *releaser, tm *typeMetrics) {
 	for k := range runs {
 		acc, ok := mergePayloads(s.merge, s.pending[runs[k].from:runs[k].to])
 		if !ok {
-			s.merge = nil
+			s.mergeOff = true
 			tm.mergePanics.Inc()
 			return
 		}
