@@ -291,7 +291,8 @@ func (r *runState) startID() string {
 // mapped is what version makes of an event: its bundle version, for a
 // type that depends on another the base's version its
 // extdependencyversion names, the id of its run's first event, and, for a
-// frame read at its run's first version, its hashed id (startFrame).
+// frame read at its run's first version or at its newest, its hashed id
+// (startFrame).
 type mapped struct {
 	v, dep     bundle.Version
 	runID      string
@@ -346,6 +347,15 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 			if len(r.starts[n-1].frames) < maxStartFrames {
 				r.starts[n-1].frames = append(r.starts[n-1].frames, frame)
 			}
+		} else if a == r.latest {
+			// At the run's newest version (a periodic resync's frames, the
+			// events of one interval in single mode share it): recorded
+			// with the version too, so that after a restart of the bridge,
+			// whose ids read last are gone, a late copy of one read after
+			// the others is a copy, not an event at that version again
+			// (TestGlobalHubAgent ended once with a local policy one
+			// generation behind).
+			frame = hashID(id)
 		}
 	}
 	r.remember(id, t.recentLimit())

@@ -502,6 +502,46 @@ func FuzzGlobalHubDecode(f *testing.F) {
 	})
 }
 
+// TestGlobalHubRestoredResyncFrames: a periodic resync (every 6 h,
+// agent/pkg/status/emitters/object_emitter.go) sends its frames at one
+// extversion, the run's newest, and the manager applies each
+// (element_hybrid.go). A late copy of its first frame read after the
+// others, just after a restart of the bridge (whose ids read last are
+// gone), must still be a copy: the frames' ids are stored with the
+// version. Without them the copy was taken at that version and wrote the
+// first frame over the later ones (TestGlobalHubAgent, with the bridge
+// restarted after its first commit, ended once with hub-009's local
+// policy one generation behind).
+func TestGlobalHubRestoredResyncFrames(t *testing.T) {
+	before := transport.NewGlobalHub()
+	var frames []int64
+	var last *bundle.Bundle
+	for _, r := range []ghRead{
+		{typ: "policy.localspec", version: "0.0", id: "start", offset: 10, at: ghTime},
+		{typ: "policy.localspec", version: "2.5", id: "update", offset: 11, at: ghTime},
+		{typ: "policy.localspec", version: "3.7", id: "resync-1", offset: 12, at: ghTime},
+		{typ: "policy.localspec", version: "3.7", id: "resync-2", offset: 13, at: ghTime},
+	} {
+		last = r.decode(t, before)
+		if last.StartFrame != 0 {
+			frames = append(frames, last.StartFrame)
+		}
+	}
+	info := bundle.TypeInfo{Name: dbsyncers.GHLocalSpec, Kind: bundle.Stream, TakesEqual: true}
+	for _, withFrames := range []bool{true, false} {
+		gh := transport.NewGlobalHub()
+		restored := frames
+		if !withFrames {
+			restored = nil
+		}
+		gh.Restore("hub1", dbsyncers.GHLocalSpec, last.Version, last.Origin, []string{"start"}, restored)
+		v := (ghRead{typ: "policy.localspec", version: "3.7", id: "resync-1", offset: 20, at: ghTime}).decode(t, gh).Version
+		if stale := info.Stale(v, last.Version); stale != withFrames {
+			t.Errorf("frames restored %v: a late copy of the resync's first frame maps to %v against the stored %v (stale %v)", withFrames, v, last.Version, stale)
+		}
+	}
+}
+
 // TestGlobalHubRestoredStartFrames: a resync the agent sends when it starts
 // is several frames at the run's first version
 // (agent/pkg/status/emitters/object_emitter.go); the frames other than the
@@ -525,7 +565,7 @@ func TestGlobalHubRestoredStartFrames(t *testing.T) {
 		{typ: "managedcluster", version: "3.9", id: "r2-update", offset: 15, at: t0},
 	} {
 		last = r.decode(t, before)
-		if strings.HasSuffix(r.id, "-frame") != (last.StartFrame != 0) {
+		if strings.HasSuffix(r.id, "-start") != (last.StartFrame == 0) {
 			t.Fatalf("%s: StartFrame %d", r.id, last.StartFrame)
 		}
 		if last.StartFrame != 0 {
