@@ -78,17 +78,3 @@ func ForProfiles(stb, globalHub bool) (*Registry, error) {
 	}
 	return NewRegistry(syncers...)
 }
-
-// AllTypeNames returns the name of every bundle type of every wire
-// profile: what a hub delete leaves a tombstone for, whichever profiles
-// the bridges run.
-func AllTypeNames() []string {
-	var names []string
-	for _, s := range Default().order {
-		names = append(names, s.Name)
-	}
-	for _, s := range GlobalHub() {
-		names = append(names, s.Name)
-	}
-	return names
-}

@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/profiles"
 )
 
 // logFlags are the logging flags every long-running command takes.
@@ -24,7 +25,7 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.StringVar(&c.Reader.AutoOffsetReset, "kafka-auto-offset-reset", c.Reader.AutoOffsetReset, "where to start a partition with no stored offset: earliest or latest")
 	fs.StringVar(&c.Reader.TypePrefix, "type-prefix", c.Reader.TypePrefix, "CloudEvents type prefix; the rest of the type is the bundle type")
 	fs.BoolVar(&c.Reader.VerifySource, "verify-source", c.Reader.VerifySource, "reject events whose source is not the Kafka message key")
-	fs.Var(newListValue(&c.Profiles, c.Profiles), "profiles", "wire formats read, comma-separated: stb (STB's own), globalhub (the multicluster global-hub agent's events)")
+	fs.Var(newListValue(&c.Profiles, c.Profiles), "profiles", "wire formats read, comma-separated: "+profiles.Usage())
 	fs.Var((*intByteSize)(&c.Reader.MaxBundleBytes), "max-bundle-bytes", "largest event data accepted (at least 64KiB always is)")
 	fs.Var((*intByteSize)(&c.Conflation.MaxDeltaBytes), "max-delta-bytes", "waiting deltas of a hub above this size are merged into one")
 	fs.Var((*byteSize)(&c.Reader.MaxBufferedBytes), "max-buffered-bytes", "payload bytes held in conflation units above which reading pauses (resumes below 80%); 0 never pauses")

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/stbridge/stb/internal/humanize"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -159,7 +161,7 @@ func deadLettersReplay(ctx context.Context, args []string) error {
 	fs.Var((*intByteSize)(&cfg.Reader.MaxBundleBytes), "max-bundle-bytes", "largest event data accepted (raise it to replay too_large letters)")
 	fs.StringVar(&cfg.Reader.TypePrefix, "type-prefix", cfg.Reader.TypePrefix, "CloudEvents type prefix, as the bridge's")
 	fs.BoolVar(&cfg.Reader.VerifySource, "verify-source", cfg.Reader.VerifySource, "reject events whose source is not the Kafka message key, as the bridge does")
-	fs.Var(newListValue(&cfg.Profiles, cfg.Profiles), "profiles", "wire formats read: stb, globalhub")
+	fs.Var(newListValue(&cfg.Profiles, cfg.Profiles), "profiles", "wire formats read, comma-separated: "+strings.Join(profiles.Names(), ", "))
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "show what each replay would do; write and mark nothing")
 	limit := fs.Int("limit", 0, "replay at most this many letters; 0 replays every letter selected")
 	after := fs.Int64("after", 0, "start after this letter id (where a replay with --limit stopped)")

@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/internal/console"
 	"github.com/stbridge/stb/internal/hubs"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
@@ -134,7 +134,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		}
 	}
 
-	reg, gh, err := cfg.registry()
+	reg, gh, families, err := cfg.registry()
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	b.hubs, err = hubs.New(cfg.Hubs, hubs.Deps{
 		Pool: b.controlPool, DatabaseURL: cfg.DatabaseURL, Memory: memory{b.manager, b.globalHub},
-		After: lastRequest, Types: dbsyncers.AllTypeNames(), Logger: logger.Named("hubs"), Registerer: b.registry,
+		After: lastRequest, Types: profiles.AllTypeNames(), Logger: logger.Named("hubs"), Registerer: b.registry,
 	})
 	if err != nil {
 		return nil, err
@@ -203,6 +203,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		BeforeAssign: b.restorePartitions,
 		Dropper:      b.manager,
 		GlobalHub:    b.globalHub,
+		Families:     families,
 		Logger:       logger.Named("transport"),
 		Registerer:   b.registry,
 	})

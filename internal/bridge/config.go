@@ -10,6 +10,7 @@ import (
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/internal/hubs"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/transport"
@@ -42,7 +43,7 @@ type Config struct {
 	// Hubs is the hub lifecycle's: when hubs become inactive and are
 	// deleted.
 	Hubs hubs.Config
-	// Profiles are the wire formats read (dbsyncers.ParseProfiles): "stb"
+	// Profiles are the wire formats read (profiles.Parse): "stb"
 	// and "globalhub", both by default: the prefixes cannot be confused,
 	// and the global-hub events only come from the topics subscribed.
 	Profiles []string
@@ -108,7 +109,7 @@ func DefaultConfig() Config {
 		Dispatcher:      dispatcher.DefaultConfig(DefaultPoolSize()),
 		Committer:       committer.DefaultConfig(),
 		Hubs:            hubs.DefaultConfig(),
-		Profiles:        dbsyncers.DefaultProfiles(),
+		Profiles:        profiles.Default(),
 		DatabaseURL:     db.DefaultURL,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		Migrate:         true,
@@ -152,7 +153,7 @@ func (c Config) Validate() error {
 	if c.Hubs.DeleteAfter > 0 && c.Hubs.InactiveAfter == 0 {
 		errs = append(errs, errors.New("--hub-delete-after needs --hub-inactive-after: only inactive hubs are deleted"))
 	}
-	if _, err := dbsyncers.ParseProfiles(c.Profiles); err != nil {
+	if _, err := profiles.Parse(c.Profiles); err != nil {
 		errs = append(errs, fmt.Errorf("--profiles: %w", err))
 	}
 	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr {
@@ -166,20 +167,21 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// registry returns the bundle types of the wire profiles c turns on, and
-// the global-hub profile's state when it is on (nil otherwise).
-func (c Config) registry() (*dbsyncers.Registry, *transport.GlobalHub, error) {
-	p, err := dbsyncers.ParseProfiles(c.Profiles)
+// registry returns the bundle types of the wire profiles c turns on, the
+// global-hub profile's state when it is on (nil otherwise) and the status
+// families the reader maps.
+func (c Config) registry() (*dbsyncers.Registry, *transport.GlobalHub, []transport.Family, error) {
+	set, err := profiles.Parse(c.Profiles)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--profiles: %w", err)
+		return nil, nil, nil, fmt.Errorf("--profiles: %w", err)
 	}
-	reg, err := p.Registry()
+	reg, err := set.Registry()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var gh *transport.GlobalHub
-	if p.GlobalHub {
+	if set.Has(profiles.GlobalHub) {
 		gh = transport.NewGlobalHub()
 	}
-	return reg, gh, nil
+	return reg, gh, set.Families(), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -39,7 +40,7 @@ type Config struct {
 	// when not empty, is where the events are fetched from first, with
 	// the extra librdkafka Properties (security). The rest is not used.
 	Reader transport.Config
-	// Profiles are the wire profiles decoded (dbsyncers.ParseProfiles).
+	// Profiles are the wire profiles decoded (profiles.Parse).
 	Profiles []string
 	// FetchTimeout bounds the wait for one event from Kafka.
 	FetchTimeout time.Duration
@@ -60,7 +61,7 @@ const DefaultPageSize = 100
 func DefaultConfig() Config {
 	reader := transport.DefaultConfig()
 	reader.Properties = map[string]string{}
-	return Config{Reader: reader, Profiles: dbsyncers.DefaultProfiles(), FetchTimeout: DefaultFetchTimeout, PageSize: DefaultPageSize}
+	return Config{Reader: reader, Profiles: profiles.Default(), FetchTimeout: DefaultFetchTimeout, PageSize: DefaultPageSize}
 }
 
 // Result is what happened to one letter.
@@ -103,14 +104,15 @@ type Progress struct {
 // connection: on a pool of one connection it takes that one at a time.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger, each func(Result)) (Progress, error) {
 	var prog Progress
-	profiles, err := dbsyncers.ParseProfiles(cfg.Profiles)
+	set, err := profiles.Parse(cfg.Profiles)
 	if err != nil {
 		return prog, err
 	}
-	reg, err := profiles.Registry()
+	reg, err := set.Registry()
 	if err != nil {
 		return prog, err
 	}
+	families := set.Families()
 	rules := cfg.Reader.Rules(reg)
 	pageSize := cfg.PageSize
 	if pageSize <= 0 {
@@ -118,7 +120,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 	}
 	limit := cfg.Filter.Limit
 	var gh *transport.GlobalHub
-	if profiles.GlobalHub {
+	if set.Has(profiles.GlobalHub) {
 		gh = transport.NewGlobalHub()
 		versions, err := db.LoadVersions(ctx, pool)
 		if err != nil {
@@ -155,7 +157,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 			}
 		}
 		for _, row := range rows {
-			res, err := replayOne(ctx, pool, reg, gh, rules, fetch, row, cfg.DryRun)
+			res, err := replayOne(ctx, pool, reg, gh, families, rules, fetch, row, cfg.DryRun)
 			if err != nil {
 				return prog, fmt.Errorf("dead letter %d: %w", row.ID, err)
 			}
@@ -184,7 +186,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 // replayOne replays one letter. Its error is for failures that are not
 // the letter's: the letter's own outcome is in the Result.
 func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry, gh *transport.GlobalHub,
-	rules transport.Rules, fetch *fetcher, row deadletter.Row, dryRun bool) (Result, error) {
+	families []transport.Family, rules transport.Rules, fetch *fetcher, row deadletter.Row, dryRun bool) (Result, error) {
 	res := Result{Row: row}
 	msg, from, err := event(fetch, row)
 	if err != nil {
@@ -198,11 +200,7 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
 	res.From = from
 	var b *bundle.Bundle
 	var rej *transport.Reject
-	if gh != nil {
-		b, rej = gh.Decode(msg, rules, time.Now())
-	} else {
-		b, rej = transport.Decode(msg, rules, time.Now())
-	}
+	b, rej = transport.DecodeProfiles(msg, rules, gh, families, time.Now())
 	if rej != nil {
 		res.Outcome, res.Reason, res.Err = deadletter.ReplayFailed, rej.Reason, rej.Err
 		return res, nil

@@ -343,10 +343,20 @@ func checkSendMode(mode any, data []byte) error {
 
 // decodeMessage decodes one message with the profiles the reader has.
 func (r *Reader) decodeMessage(msg *kafka.Message) (*bundle.Bundle, *Reject) {
-	if gh := r.deps.GlobalHub; gh != nil && globalHubCandidate(msg) {
-		return gh.Decode(msg, r.rules, time.Now())
+	return DecodeProfiles(msg, r.rules, r.deps.GlobalHub, r.deps.Families, time.Now())
+}
+
+// DecodeProfiles is Decode for a reader with more profiles than STB's
+// own: an event a family owns is the family's (family.go), a global-hub
+// event is gh's when gh is not nil, and anything else is Decode's.
+func DecodeProfiles(msg *kafka.Message, rules Rules, gh *GlobalHub, families []Family, receivedAt time.Time) (*bundle.Bundle, *Reject) {
+	if f, ev := familyOf(families, msg); f != nil {
+		return decodeFamily(f, msg, ev, rules, receivedAt)
 	}
-	return Decode(msg, r.rules, time.Now())
+	if gh != nil && globalHubCandidate(msg) {
+		return gh.Decode(msg, rules, receivedAt)
+	}
+	return Decode(msg, rules, receivedAt)
 }
 
 // globalHubCandidate reports whether msg may be a global-hub event: its

@@ -104,7 +104,11 @@ type Deps struct {
 	// GlobalHub, optional, turns on the global-hub wire profile: events
 	// under GlobalHubEventTypePrefix are decoded by it (globalhub.go) and their
 	// chunks assembled (globalhub_chunks.go). Nil reads STB's format only.
-	GlobalHub  *GlobalHub
+	GlobalHub *GlobalHub
+	// Families, optional, are the status families read beside STB's
+	// format and the global-hub agent's (family.go): an event whose type
+	// a family owns is its.
+	Families   []Family
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
 )
 
@@ -245,4 +245,4 @@ func (bb *benchBridge) heldSummary() string {
 
 // bundleTypeOrder is the priority order of the bundle types: STB's, then
 // the global-hub agents'.
-var bundleTypeOrder = dbsyncers.AllTypeNames()
+var bundleTypeOrder = profiles.AllTypeNames()
