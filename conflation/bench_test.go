@@ -68,9 +68,10 @@ func BenchmarkNextReport(b *testing.B) {
 
 // BenchmarkIdleUnitBytes measures what a hub's unit holds with nothing
 // buffered (issue 22: ≤ 2 KB per hub is the target): units of 17 types,
-// as a bridge reading both wire profiles has, each with one written
-// version of one type, as after a catch-up before idle eviction. It
-// reports the live heap per unit.
+// as a bridge reading both wire profiles has, after a catch-up and before
+// idle eviction: two of the types each had a bundle read and written
+// through the unit. It reports the live heap per unit, the hub's name and
+// its entry in the manager's index included.
 func BenchmarkIdleUnitBytes(b *testing.B) {
 	types := make([]bundle.TypeInfo, 17)
 	for i := range types {
@@ -84,11 +85,31 @@ func BenchmarkIdleUnitBytes(b *testing.B) {
 		}
 		before := liveHeap()
 		for i := range hubs {
-			m.unit(fmt.Sprintf("hub-%05d", i)).slots[0].processed = bundle.Version{Incarnation: 1, Generation: 1}
+			writeThrough(b, m, fmt.Sprintf("hub-%05d", i), types[0].Name, types[5].Name)
 		}
 		after := liveHeap()
 		b.ReportMetric(float64(after-before)/hubs, "B/unit")
 		runtime.KeepAlive(m)
+	}
+}
+
+// writeThrough has hub's unit take a bundle of each type and report each
+// written, as a worker does.
+func writeThrough(tb testing.TB, m *Manager, hub string, types ...string) {
+	tb.Helper()
+	for _, typ := range types {
+		x := &bundle.Bundle{Hub: hub, Type: typ, Version: bundle.Version{Incarnation: 1, Generation: 1}, Size: 100}
+		x.Track(nopTracker{})
+		m.Insert(x)
+		u := m.queue.TryPop()
+		if u == nil {
+			tb.Fatalf("hub %s: no unit ready after a %s bundle", hub, typ)
+		}
+		j, err := u.Next()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m.Report(j, Applied)
 	}
 }
 

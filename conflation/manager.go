@@ -455,7 +455,7 @@ func (m *Manager) unit(hub string) *Unit {
 	}
 	u = &Unit{Hub: hub, m: m, slots: make([]slot, len(m.slotTypes)), lastActive: m.cfg.Now()}
 	for i := range m.slotTypes {
-		u.slots[i].slotType = &m.slotTypes[i]
+		u.slots[i].slotType, u.slots[i].activity = &m.slotTypes[i], &idle
 	}
 	if d, ok := m.dormant[hub]; ok {
 		for _, ds := range d {

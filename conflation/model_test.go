@@ -355,6 +355,7 @@ func runModel(t *testing.T, seed uint64) (evictions, revivals int) {
 	if pos, _ := part.Position(); pos != int64(len(log)) {
 		t.Fatalf("seed %d: committed position %d after draining, want %d", seed, pos, len(log))
 	}
+	checkSettled(t, m)
 	return evictions + int(testutil.ToFloat64(m.metrics.evicted)), revivals
 }
 

@@ -131,6 +131,7 @@ func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	if u.m.cfg.NoConflation && kind == bundle.Complete {
 		kind = bundle.Stream // every bundle queued and written, in order
 	}
+	s.own()
 	switch kind {
 	case bundle.Complete:
 		for _, old := range s.pending {
@@ -198,6 +199,7 @@ func (u *Unit) pruneDependentsLocked(dep int, rel *releaser) {
 		}
 		clear(s.pending[len(kept):])
 		s.pending = kept
+		s.settle()
 	}
 }
 
@@ -345,6 +347,7 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 		for _, b := range job.Bundles {
 			rel.add(b, nil)
 		}
+		s.settle()
 		return false, 0
 	}
 	if out != Applied && job.Err != nil {
@@ -372,6 +375,7 @@ func (u *Unit) reportLocked(job *Job, out Outcome, rel *releaser) (bool, time.Du
 			rel.add(b, nil)
 		}
 	}
+	s.settle()
 	if u.becomeReadyLocked() {
 		return true, 0
 	}
@@ -502,6 +506,7 @@ func (u *Unit) resyncsLocked(now time.Time) []Resync {
 		if !d.resyncAt.IsZero() && now.Sub(d.resyncAt) < u.m.cfg.ResyncInterval {
 			continue
 		}
+		d.own()
 		d.resyncAt = now
 		d.resyncs++
 		out = append(out, Resync{
@@ -532,11 +537,14 @@ func (u *Unit) forget() {
 	u.retired = forgotten
 	for i := range u.slots {
 		s := &u.slots[i]
+		if len(s.pending) == 0 {
+			continue
+		}
 		for _, b := range s.pending {
 			rel.add(b, nil)
 		}
-		clear(s.pending)
-		s.pending = s.pending[:0]
+		s.pending = nil
+		s.settle()
 	}
 	u.mu.Unlock()
 	rel.run(u.m)
@@ -609,6 +617,7 @@ func (u *Unit) dropPartition(topic string, partition int32) {
 		}
 		clear(s.pending[len(kept):])
 		s.pending = kept
+		s.settle()
 		// Back to the newest version processed, in flight or pending.
 		s.seen, s.hasSeen = s.processed, s.hasProcessed
 		for _, bs := range [][]*bundle.Bundle{s.inflight, s.pending} {

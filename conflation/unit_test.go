@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -355,5 +356,80 @@ func TestTakesEqualVersions(t *testing.T) {
 	f.insert("hub1", "frames", v(1, 4), nil)
 	if got := versions(f.take()); !slices.Equal(got, []bundle.Version{v(1, 4)}) {
 		t.Fatalf("after the write, a frame at the written version: job %v", got)
+	}
+}
+
+// TestSlotsSettle: a slot holds an activity of its own only while it has
+// something to do or to report (issue 22: memory per hub). Once its bundle
+// is written, conflated or dropped it is back on the shared idle one,
+// which nothing ever writes; a failure it must report keeps its own.
+func TestSlotsSettle(t *testing.T) {
+	f := newFixture(t)
+	own := func(hub string) []string {
+		t.Helper()
+		var out []string
+		for _, s := range f.m.unit(hub).slots {
+			if s.activity != &idle {
+				out = append(out, s.info.Name)
+			}
+		}
+		return out
+	}
+	if got := own("hub1"); got != nil {
+		t.Fatalf("a new unit's slots with an activity: %v", got)
+	}
+	f.insert("hub1", "managedclusters", v(1, 1), nil)
+	f.insert("hub1", "managedclusters", v(1, 2), nil)
+	if got := own("hub1"); !slices.Equal(got, []string{"managedclusters"}) {
+		t.Fatalf("holding a bundle: activities %v, want [managedclusters]", got)
+	}
+	j := f.take()
+	f.m.Report(j, Applied)
+	if got := own("hub1"); got != nil {
+		t.Fatalf("after the write: activities %v, want none", got)
+	}
+	f.insert("hub1", "managedclusters", v(1, 2), nil) // stale: nothing taken
+	if got := own("hub1"); got != nil {
+		t.Fatalf("after a stale bundle: activities %v, want none", got)
+	}
+
+	f.insert("hub2", "managedclusters", v(1, 1), nil)
+	j = f.take()
+	j.Err = errors.New("connection refused")
+	f.m.Report(j, Permanent)
+	if got := own("hub2"); !slices.Equal(got, []string{"managedclusters"}) {
+		t.Fatalf("after a failure: activities %v, want [managedclusters] (its last error)", got)
+	}
+
+	f.insert("hub3", "managedclusters", v(1, 1), nil)
+	f.m.DropPartition("t", 0)
+	if got := own("hub3"); got != nil {
+		t.Fatalf("after its partition was dropped: activities %v, want none", got)
+	}
+	checkSettled(t, f.m)
+}
+
+// checkSettled fails t if the shared idle activity was written, or if a
+// unit's slot keeps an activity with nothing in it worth keeping.
+func checkSettled(t *testing.T, m *Manager) {
+	t.Helper()
+	if !reflect.ValueOf(idle).IsZero() {
+		t.Fatalf("the shared idle activity was written: %+v", idle)
+	}
+	m.mu.Lock()
+	units := slices.Collect(maps.Values(m.units))
+	m.mu.Unlock()
+	for _, u := range units {
+		u.mu.Lock()
+		for i := range u.slots {
+			s := u.slots[i] // a copy: settle must not change the unit
+			if a := s.activity; a != &idle {
+				s.settle()
+				if s.activity == &idle {
+					t.Errorf("hub %s type %s keeps an activity with nothing in it: %+v", u.Hub, s.info.Name, *a)
+				}
+			}
+		}
+		u.mu.Unlock()
 	}
 }
