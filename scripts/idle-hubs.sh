@@ -4,7 +4,7 @@
 # (a heartbeat and their clusters, no policies), and the bridge with
 # --unit-idle-timeout IDLE. Prints the bridge's units, dormant hubs,
 # evictions and RSS when the backlog is written and again after the idle
-# timeout. Needs bin/stb (make build) and the local PostgreSQL (make db).
+# timeout (IDLE_HUBS_HEAP=FILE: heap profiles into FILE.written then FILE). Needs bin/stb (make build) and the local PostgreSQL (make db).
 #
 #   scripts/idle-hubs.sh [HUBS] [IDLE]       defaults: 200000 30s
 set -euo pipefail
@@ -44,6 +44,10 @@ until ./bin/stb verify --database-url "$URL" --expected "$dir/expected.json" >/d
 	kill -0 $bridge || { cat "$dir/bridge.log"; exit 1; }
 done
 show "written ($(( $(date +%s) - start ))s)"
+if [ -n "${IDLE_HUBS_HEAP:-}" ]; then
+	# After a collection: what every unit holds once written, before eviction.
+	curl -s "http://$ADMIN/debug/pprof/heap?gc=1" >"$IDLE_HUBS_HEAP.written" && echo "heap profile: $IDLE_HUBS_HEAP.written"
+fi
 peak=$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$bridge/status")
 echo "peak rss so far: $peak MiB"
 secs=${IDLE%s}
