@@ -21,6 +21,15 @@ import (
 type roundTrips struct {
 	Conn
 	exec, query, queryRow, batch, copy, begin int
+	// customPlans counts the batches that asked for custom plans.
+	customPlans int
+}
+
+func (c *roundTrips) sawBatch(b *pgx.Batch) {
+	c.batch++
+	if len(b.QueuedQueries) > 0 && b.QueuedQueries[0].SQL == customPlansSQL {
+		c.customPlans++
+	}
 }
 
 // Begin counts the BEGIN (a SAVEPOINT in a transaction) and returns the
@@ -56,7 +65,7 @@ func (t *countedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 }
 
 func (t *countedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	t.rt.batch++
+	t.rt.sawBatch(b)
 	return t.Tx.SendBatch(ctx, b)
 }
 
@@ -81,7 +90,7 @@ func (c *roundTrips) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 }
 
 func (c *roundTrips) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	c.batch++
+	c.sawBatch(b)
 	return c.Conn.SendBatch(ctx, b)
 }
 
@@ -156,6 +165,9 @@ func TestWriteOneRoundTrip(t *testing.T) {
 	if rt.batch != 1 || rt.total() != 1 {
 		t.Fatalf("%d groups took %d round trips (%+v), want one batch", len(groups), rt.total(), *rt)
 	}
+	if rt.customPlans != 0 {
+		t.Errorf("a batch of small bundles asked for custom plans: PostgreSQL plans each statement anew")
+	}
 	for i, a := range applied {
 		if !a {
 			t.Errorf("group %d (%s of %s) not applied", i, groups[i][0].Type, groups[i][0].Hub)
@@ -175,6 +187,24 @@ func TestWriteOneRoundTrip(t *testing.T) {
 		if r, ok := readVersion(t, pool, hub, "clusterspolicies"); !ok || r.Version != "1.1" {
 			t.Errorf("%s: clusterspolicies version %+v, want 1.1", hub, r)
 		}
+	}
+}
+
+// TestWriteCustomPlansForLargeBundles: a pipelined batch holding a bundle
+// of more than customPlansAbove bytes asks for custom plans (its arrays
+// may be long: a generic plan assumes about 100 elements); one of small
+// bundles does not.
+func TestWriteCustomPlansForLargeBundles(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	large := heartbeatAt("hub-large", 1)
+	large.Size = customPlansAbove + 1
+	applied, rt, err := write(t, pool, []*bundle.Bundle{heartbeatAt("hub-small", 1)}, []*bundle.Bundle{large})
+	if err != nil || !applied[0] || !applied[1] {
+		t.Fatalf("applied %v, %v", applied, err)
+	}
+	if rt.batch != 1 || rt.customPlans != 1 {
+		t.Errorf("%d batches, %d with custom plans; want the one batch with them", rt.batch, rt.customPlans)
 	}
 }
 
@@ -259,6 +289,9 @@ func TestApplyBatchStagedAlone(t *testing.T) {
 	// The heartbeat and its fence; the big one's fence, create, copy, batch.
 	if rt.batch != 2 || rt.queryRow != 1 || rt.exec != 1 || rt.copy != 1 {
 		t.Fatalf("sent %+v, want 2 batches, 1 fence alone, 1 create and 1 copy", *rt)
+	}
+	if rt.customPlans != 1 {
+		t.Errorf("%d batches asked for custom plans, want 1: the staged bundle's, not the heartbeat's", rt.customPlans)
 	}
 	if got := readCompliance(t, pool, "hub-big"); len(got) != len(clusters) {
 		t.Fatalf("%d placements written, want %d", len(got), len(clusters))

@@ -71,17 +71,30 @@ func (w Write) Exec(ctx context.Context, db DB) error {
 	return execBatch(ctx, db, w.Statements...)
 }
 
-// newBatch returns a batch that starts with customPlansSQL.
-func newBatch() *pgx.Batch {
+// customPlansAbove is the payload of a pipelined batch (versions.go)
+// above which its statements are planned for their parameters too
+// (customPlansSQL). Below it the bundles are small, their arrays short,
+// and the generic plans PostgreSQL keeps per connection serve them well:
+// planning every statement of every small bundle anew cost PostgreSQL
+// more CPU than the writing did at a steady rate (BENCHMARKS.md, issue
+// 22). Batches of larger bundles, and every staged write, keep custom
+// plans.
+const customPlansAbove = 32 << 10
+
+// newBatch returns a batch that starts with customPlansSQL when custom
+// is set.
+func newBatch(custom bool) *pgx.Batch {
 	b := &pgx.Batch{}
-	b.Queue(customPlansSQL)
+	if custom {
+		b.Queue(customPlansSQL)
+	}
 	return b
 }
 
 // execBatch sends the statements as one batch, after customPlansSQL, and
 // reads their results in order.
 func execBatch(ctx context.Context, db DB, stmts ...Statement) error {
-	batch := newBatch()
+	batch := newBatch(true)
 	for _, s := range stmts {
 		batch.Queue(s.SQL, s.Args...)
 	}

@@ -28,7 +28,8 @@ import (
 // waits on the row lock and then compares against the new value.
 //
 // The hub is recorded in the same round trip, and made active again if it
-// was inactive or deleted, but selected from the fence CTE so that a stale
+// was inactive or deleted (an active hub's updated_at is moved at most
+// every hubTouchEvery), but selected from the fence CTE so that a stale
 // bundle writes nothing at all, not even the hub's updated_at: a deleted
 // hub's tombstones keep it deleted against every bundle of its old
 // incarnation. Versions are numeric(20,0) and are sent as decimal text,
@@ -68,8 +69,15 @@ WITH fence AS (
 		updated_at  = now(),
 		state       = '` + string(db.HubActive) + `',
 		state_since = CASE WHEN h.state = '` + string(db.HubActive) + `' THEN h.state_since ELSE now() END
+	WHERE h.state <> '` + string(db.HubActive) + `' OR h.updated_at < now() - interval '` + hubTouchEvery + `'
 )
 `
+
+// hubTouchEvery is how stale an active hub's updated_at may get: writing
+// the row with every bundle made a new row version per bundle, a third of
+// PostgreSQL's work for a small one (issue 22, steady scenario); nothing
+// reads updated_at closer than that (inactivity counts from heartbeats).
+const hubTouchEvery = "30 seconds"
 
 // fenceOrFailSQL is the fence of a pipelined batch, whose statements are
 // sent before its answer is known: it fails, with division_by_zero
@@ -247,14 +255,18 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		if from == to {
 			return nil
 		}
-		batch := newBatch()
+		custom := false
+		for _, p := range ws[from:to] {
+			custom = custom || p.size > customPlansAbove
+		}
+		batch := newBatch(custom)
 		for _, p := range ws[from:to] {
 			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.frames, p.equal)...)
 			for _, st := range p.write.Statements {
 				batch.Queue(st.SQL, st.Args...)
 			}
 		}
-		err := readPipelined(db.SendBatch(ctx, batch), ws[from:to])
+		err := readPipelined(db.SendBatch(ctx, batch), custom, ws[from:to])
 		for i := from; i < to; i++ {
 			applied[i] = err == nil
 		}
@@ -289,13 +301,15 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 // fence that refused its bundle is ErrStale; any other error is returned
 // with the group it belongs to. An error ends the batch: PostgreSQL skips
 // the rest, whose results all fail with it.
-func readPipelined(br pgx.BatchResults, groups []plannedGroup) error {
+func readPipelined(br pgx.BatchResults, custom bool, groups []plannedGroup) error {
 	fail := func(err error) error {
 		_ = br.Close()
 		return err
 	}
-	if _, err := br.Exec(); err != nil {
-		return fail(fmt.Errorf("set plan_cache_mode: %w", err))
+	if custom {
+		if _, err := br.Exec(); err != nil {
+			return fail(fmt.Errorf("set plan_cache_mode: %w", err))
+		}
 	}
 	for _, g := range groups {
 		last := g.last

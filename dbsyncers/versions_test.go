@@ -68,6 +68,8 @@ func TestApplyFence(t *testing.T) {
 			}
 			clustersBefore := readClusters(t, pool, hub)
 			versionBefore, _ := readVersion(t, pool, hub, "managedclusters")
+			// Long enough ago that an applied bundle moves it.
+			ageHub(t, pool, hub, time.Minute)
 			hubAt, hubXMin := hubRow(t, pool, hub)
 
 			second := newBundle(hub, "managedclusters", tt.version, mustDecode(t, "managedclusters", clustersData(
@@ -102,6 +104,51 @@ func TestApplyFence(t *testing.T) {
 				t.Errorf("applied bundle did not update status.hubs")
 			}
 		})
+	}
+}
+
+func ageHub(t *testing.T, pool *pgxpool.Pool, hub string, by time.Duration) {
+	t.Helper()
+	if _, err := pool.Exec(t.Context(), `UPDATE status.hubs SET updated_at = updated_at - make_interval(secs => $2) WHERE name = $1`, hub, by.Seconds()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHubTouchedAtMostEvery: an applied bundle moves its active hub's
+// updated_at only when it is older than hubTouchEvery (a new row version
+// per bundle was a third of PostgreSQL's work at a steady rate), and makes
+// an inactive hub active at once.
+func TestHubTouchedAtMostEvery(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	const hub = "hub-touch"
+	gen := uint64(0)
+	next := func() {
+		t.Helper()
+		gen++
+		b := newBundle(hub, "heartbeat", bundle.Version{Incarnation: 1, Generation: gen}, mustDecode(t, "heartbeat", []byte(`{}`)))
+		if applied, err := apply(t, pool, b); err != nil || !applied {
+			t.Fatalf("Apply %d = %v, %v", gen, applied, err)
+		}
+	}
+	next()
+	_, x1 := hubRow(t, pool, hub)
+	next()
+	if _, x2 := hubRow(t, pool, hub); x2 != x1 {
+		t.Errorf("a second bundle right after the first wrote the active hub's row again")
+	}
+	ageHub(t, pool, hub, 31*time.Second)
+	at, x3 := hubRow(t, pool, hub)
+	next()
+	if at4, x4 := hubRow(t, pool, hub); x4 == x3 || !at4.After(at) {
+		t.Errorf("a bundle 31 s after the last touch left updated_at at %v", at4)
+	}
+	if _, err := pool.Exec(t.Context(), `UPDATE status.hubs SET state = 'inactive' WHERE name = $1`, hub); err != nil {
+		t.Fatal(err)
+	}
+	next()
+	var state string
+	if err := pool.QueryRow(t.Context(), `SELECT state FROM status.hubs WHERE name = $1`, hub).Scan(&state); err != nil || state != "active" {
+		t.Errorf("an inactive hub that sent a bundle is %q (%v), want active", state, err)
 	}
 }
 
