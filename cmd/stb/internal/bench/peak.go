@@ -95,7 +95,7 @@ func (s *scenarioResult) rssBudget(peak, budget int64, which string) {
 		detail = which + ": " + detail
 	}
 	s.ratio("stb peak RSS / (--max-buffered-bytes + 128 MiB)", float64(peak)/float64(budget+rssBudgetSlack), detail).atMost(1, "×")
-	s.note("peak RSS is of the whole bench process, sampled every %s from a variant's start to its stop after handing freed memory back to the OS; what the ceilings and earlier variants left in it may still count", memSampleInterval)
+	s.note("peak RSS is of the whole bench process, sampled every %s from a variant's start to its stop after handing freed memory back to the OS; what earlier variants left in it may still count (catch-up runs the bridge first)", memSampleInterval)
 }
 
 // peakRSS adds the variant's peak resident size to its row.
