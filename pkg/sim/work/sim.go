@@ -118,17 +118,17 @@ type Row struct {
 // Expected is what a simulation sent and the state it must leave.
 type Expected struct {
 	// Agent is always Agent: it tells this file from the other agents'.
-	Agent      string `json:"agent"`
-	Topic      string `json:"topic"`
-	Seed       uint64 `json:"seed"`
+	Agent      string   `json:"agent"`
+	Topic      string   `json:"topic"`
+	Seed       uint64   `json:"seed"`
 	Clusters   []string `json:"clusters"`
-	Messages   int `json:"messages"`
-	Restarts   int `json:"restarts"`
-	Duplicates int `json:"duplicates"`
-	LateCopies int `json:"lateCopies"`
-	Deletes    int `json:"deletes"`
-	Structured int `json:"structured"`
-	Rows       []Row `json:"rows"`
+	Messages   int      `json:"messages"`
+	Restarts   int      `json:"restarts"`
+	Duplicates int      `json:"duplicates"`
+	LateCopies int      `json:"lateCopies"`
+	Deletes    int      `json:"deletes"`
+	Structured int      `json:"structured"`
+	Rows       []Row    `json:"rows"`
 }
 
 // Publish sends one message.
