@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/internal/demo"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -104,5 +106,21 @@ func verifyWork(ctx context.Context, db simwork.Querier, exp *simwork.Expected) 
 		return exitError{code: 1}
 	}
 	fmt.Printf("verify: ok: %d works of %d clusters match (fence, tombstones, status hashes)\n", rep.Rows, len(exp.Clusters))
+	return nil
+}
+
+// demoWork is `stb demo --agent work`: cfg's database, listeners and
+// partitions, s's work simulation.
+func demoWork(ctx context.Context, s simFlags, cfg demo.Config, logger *zap.Logger) error {
+	res, err := demo.RunWork(ctx, demo.WorkConfig{
+		Sim: workConfig(s), Timeout: cfg.Timeout, DatabaseURL: cfg.DatabaseURL, DatabaseName: cfg.DatabaseName,
+		HTTPAddr: cfg.HTTPAddr, AdminAddr: cfg.AdminAddr, Partitions: cfg.Partitions, Out: cfg.Out, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	if !res.OK() {
+		return exitError{code: 1}
+	}
 	return nil
 }
