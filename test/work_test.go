@@ -7,9 +7,11 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap"
 
 	wf "github.com/stbridge/stb/dbsyncers/work"
@@ -135,4 +137,75 @@ func TestWorkAgents(t *testing.T) {
 		t.Errorf("after the wrong cluster's status:\n%s", out)
 	}
 	b.stop(30 * time.Second)
+
+	// Status resync: `stb work resync` asks every cluster's agent, per
+	// source, with the stored hashes of its live works; `stb run
+	// --work-resync-topic` does it again at start-up.
+	e.createTopic(wf.DefaultResyncTopic, 2)
+	out, err := e.stb("work", "resync", "--kafka-brokers", e.brokers, "--database-url", e.dbURL)
+	if err != nil {
+		t.Fatalf("stb work resync: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	live := 0
+	for _, r := range w.Rows {
+		if !r.Deleted {
+			live++
+		}
+	}
+	first := e.readResyncRequests(t, 0, live)
+	b = e.startBridge(append(workBridgeArgs, "--work-resync-topic", wf.DefaultResyncTopic)...)
+	e.readResyncRequests(t, first, live)
+	b.stop(30 * time.Second)
+}
+
+// readResyncRequests reads the status resync requests on
+// wf.DefaultResyncTopic after the first skip ones until they list hashes
+// hashes, checks their shape and returns how many there were.
+func (e *env) readResyncRequests(t *testing.T, skip, hashes int) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers), kgo.ConsumeTopics(wf.DefaultResyncTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seen, listed := 0, 0
+	for listed < hashes {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d hashes listed in %d requests after the first %d, want %d", listed, seen-skip, skip, hashes)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			if seen <= skip {
+				return
+			}
+			headers := map[string]string{}
+			for _, h := range r.Headers {
+				headers[h.Key] = string(h.Value)
+			}
+			var data struct {
+				StatusHashes []struct {
+					ResourceID string `json:"resourceID"`
+					StatusHash string `json:"statusHash"`
+				} `json:"statusHashes"`
+			}
+			if err := json.Unmarshal(r.Value, &data); err != nil {
+				t.Fatal(err)
+			}
+			if headers["ce_type"] != wf.ResyncRequest || headers["ce_clustername"] == "" ||
+				string(r.Key) != headers["ce_source"]+"@"+headers["ce_clustername"] ||
+				len(data.StatusHashes) == 0 || len(data.StatusHashes) > wf.MaxResyncEntries {
+				t.Errorf("request %v, key %q, %d hashes", headers, r.Key, len(data.StatusHashes))
+			}
+			listed += len(data.StatusHashes)
+		})
+	}
+	if listed != hashes {
+		t.Errorf("%d hashes listed, want %d (the live works)", listed, hashes)
+	}
+	return seen
 }

@@ -14,10 +14,6 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// DefaultWorkResyncTopic is where sdk-go's Kafka transport had sources
-// publish to agents.
-const DefaultWorkResyncTopic = "sourceevents"
-
 // workResyncTimeout bounds a status resync: reading the hashes and handing
 // every request to Kafka.
 const workResyncTimeout = 2 * time.Minute
@@ -30,7 +26,7 @@ func workCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("work resync", "Ask work agents to send again the ManifestWork statuses that differ from the stored ones: publish,\nper cluster and source, status.resync_request events listing the stored status hashes (at most\n1,000 entries and 512 KiB each), as a source does. The answers come back through the bridge's fence.")
 	url := fs.String("database-url", db.DefaultURL, "PostgreSQL URL")
 	brokers := fs.String("kafka-brokers", "127.0.0.1:9092", "Kafka bootstrap servers")
-	topic := fs.String("topic", DefaultWorkResyncTopic, "topic of the requests; {source} and {cluster} are replaced (sdk-go later used sourceevents.{source}.{cluster})")
+	topic := fs.String("topic", wf.DefaultResyncTopic, "topic of the requests; {source} and {cluster} are replaced (sdk-go later used sourceevents.{source}.{cluster})")
 	var clusters []string
 	fs.Var(newListValue(&clusters, nil), "cluster", "clusters to ask, comma-separated; empty asks every cluster with a stored status")
 	props := map[string]string{}

@@ -27,6 +27,10 @@ import (
 // requests, each reconciling its own works. The answers come back through
 // the same fence as any status.
 
+// DefaultResyncTopic is where sdk-go's Kafka transport had sources
+// publish to agents (generic/options/kafka/sourceoptions.go).
+const DefaultResyncTopic = "sourceevents"
+
 // Resync limits: a request lists at most MaxResyncEntries hashes and its
 // data is at most MaxResyncBytes (brokers and MQTT bridges refuse larger
 // messages; 512 KiB is what MQTT brokers commonly allow).
