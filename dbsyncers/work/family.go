@@ -110,6 +110,12 @@ func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 		h.SequenceID = math.MaxInt64
 	}
 	h.Type, h.ID, h.Agent = typ, ev.ID(), ev.Source()
+	if strings.IndexByte(h.ID, 0) >= 0 || strings.IndexByte(h.Agent, 0) >= 0 {
+		// PostgreSQL text cannot hold a NUL: refused here, not by the
+		// write of the cluster's other statuses.
+		return &bundle.Bundle{Hub: h.Cluster}, &dbsyncers.PermanentError{Reason: deadletter.BadPayload,
+			Err: errors.New("id or source holds a NUL character")}
+	}
 	h.Time = ev.Time()
 	h.Topic, h.Partition, h.Offset = ev.Origin.Topic, ev.Origin.Partition, ev.Origin.Offset
 	raw, err := encodeRaw(h, data)
@@ -164,6 +170,10 @@ func headerOf(ev *transport.Event) (header, error) {
 		if !isString || !json.Valid([]byte(s)) || !strings.HasPrefix(strings.TrimSpace(s), "{") {
 			return h, &dbsyncers.PermanentError{Reason: deadletter.BadPayload,
 				Err: fmt.Errorf("%s is not a JSON object", ExtMetadata)}
+		}
+		if strings.Contains(s, `\u0000`) {
+			return h, &dbsyncers.PermanentError{Reason: deadletter.BadPayload,
+				Err: fmt.Errorf(`%s holds "\u0000", which jsonb cannot store`, ExtMetadata)}
 		}
 		h.Metadata = json.RawMessage(s)
 	}
@@ -249,6 +259,3 @@ func sequenceID(v any) (int64, error) {
 	}
 	return n, nil
 }
-
-// errNoObject is scanStatus's error for data that is not a JSON object.
-var errNoObject = errors.New("want a JSON object (ManifestBundleStatus)")

@@ -168,6 +168,7 @@ func TestFamilyRejects(t *testing.T) {
 		{"sequenceid of another snowflake node", agentStatus{seq: otherNode}, deadletter.MalformedVersion},
 		{"statushash not sha256 hex", agentStatus{seq: seq, ext: map[string]any{work.ExtStatusHash: "abc"}}, deadletter.BadPayload},
 		{"metadata not JSON", agentStatus{seq: seq, ext: map[string]any{work.ExtMetadata: "{name: x"}}, deadletter.BadPayload},
+		{"NUL in the metadata", agentStatus{seq: seq, ext: map[string]any{work.ExtMetadata: `{"name":"a\u0000"}`}}, deadletter.BadPayload},
 		{"data not an object", agentStatus{seq: seq, data: ptr(`[1,2]`)}, deadletter.BadPayload},
 		{"data null", agentStatus{seq: seq, data: ptr(`null`)}, deadletter.BadPayload},
 		{"conditions not a list", agentStatus{seq: seq, data: ptr(`{"conditions":{"type":"Applied"}}`)}, deadletter.BadPayload},

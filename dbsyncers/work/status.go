@@ -212,6 +212,9 @@ func scanStatus(data []byte) (deleted bool, err error) {
 	return deleted, nil
 }
 
+// errNoObject is scanStatus's error for data that is not a JSON object.
+var errNoObject = errors.New("want a JSON object (ManifestBundleStatus)")
+
 // setString reads a string member into *dst (null leaves it alone).
 func setString(d *jsonscan.Decoder, dst *string, field string) error {
 	s, ok, err := d.String()
