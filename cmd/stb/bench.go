@@ -20,7 +20,7 @@ func benchCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&c.Messages, "messages", c.Messages, "messages in the catch-up backlog (rounded up to whole rounds of every hub)")
 	fs.IntVar(&c.Clusters, "clusters", c.Clusters, "managed clusters per simulated hub")
 	fs.IntVar(&c.Policies, "policies", c.Policies, "policies per simulated hub (0: the simulator's default; negative: none)")
-	fs.StringVar(&c.Agent, "agent", c.Agent, "simulated agents: stb; hoh (fully compliant policies left out of compliance reports); globalhub (the global-hub agent's events, a topic of one partition per hub; --scenario catch-up only)")
+	fs.StringVar(&c.Agent, "agent", c.Agent, "simulated agents: stb; hoh (fully compliant policies left out of compliance reports); globalhub (the global-hub agent's events, a topic of one partition per hub; --scenario catch-up only); work (OCM work agents' ManifestWork statuses of ~20 KB, --messages works on --hubs clusters; --scenario catch-up only)")
 	fs.BoolVar(&c.GHSharedTopic, "gh-shared-topic", c.GHSharedTopic, "with --agent globalhub: the agents publish to one shared topic of --partitions partitions, keyed by event type, as with a Kafka of one's own")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long the producers publish in the overload and steady scenarios")
 	fs.DurationVar(&c.BaselineLimit, "baseline-limit", c.BaselineLimit, "stop the baseline (--conflation=false) after this long and extrapolate its total time from its throughput; 0 runs it to the end")

@@ -9,6 +9,7 @@ import (
 	"github.com/stbridge/stb/internal/demo"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	simwork "github.com/stbridge/stb/pkg/sim/work"
 )
 
 // demoCmd binds `stb demo`'s flags to a demo.Config and runs it; exit
@@ -38,6 +39,9 @@ func demoCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
+	if s.cfg.Agent == simwork.Agent {
+		return demoWork(ctx, s, cfg, logger)
+	}
 	cfg.Sim, cfg.Logger = s.cfg, logger
 	cfg.NewPublisher = func(brokers string) (*sim.KafkaPublisher, error) {
 		s.brokers = brokers

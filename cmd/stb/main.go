@@ -31,6 +31,7 @@ func commands() []command {
 		{"bench", "measure the bridge against its baseline and this machine's ceilings in named scenarios", benchCmd},
 		{"hub", "hub delete|reset NAME: remove a hub while the bridges run", hubCmd},
 		{"deadletters", "dead letters: list, replay (after fixing the cause), purge", deadLettersCmd},
+		{"work", "work resync: ask work agents for the ManifestWork statuses that differ from the stored ones", workCmd},
 	}
 }
 

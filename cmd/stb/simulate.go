@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/sim"
+	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -27,6 +28,8 @@ type simFlags struct {
 	// rounds, until none came for resyncQuiet.
 	resyncTopic string
 	resyncQuiet time.Duration
+	// work holds the flags of --agent work (simulate_work.go).
+	work workFlags
 }
 
 func (s *simFlags) bind(fs interface {
@@ -36,14 +39,16 @@ func (s *simFlags) bind(fs interface {
 	StringVar(*string, string, string, string)
 	Uint64Var(*uint64, string, uint64, string)
 	DurationVar(*time.Duration, string, time.Duration, string)
+	BoolVar(*bool, string, bool, string)
 }) {
+	s.work.bind(fs)
 	fs.IntVar(&s.cfg.Hubs, "hubs", 50, "number of simulated hubs")
 	fs.IntVar(&s.cfg.Clusters, "clusters", 20, "managed clusters per hub")
 	fs.IntVar(&s.cfg.Policies, "policies", 0, "policies per hub at the start (0 = default 5, negative = none: hubs send only clusters and heartbeats)")
 	fs.IntVar(&s.cfg.Generations, "generations", 20, "rounds; in each every hub sends one bundle of each type")
 	fs.Int64Var(&s.cfg.Seed, "seed", 1, "random seed; the same seed sends the same bundles")
 	fs.Float64Var(&s.cfg.Rate, "rate", 0, "messages per second over all hubs; 0 is as fast as Kafka takes them")
-	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do; globalhub sends the multicluster global-hub agent's events (read with --profiles globalhub)")
+	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do; globalhub sends the multicluster global-hub agent's events (read with --profiles globalhub); work sends OCM work agents' ManifestWork statuses (read with --profiles …,work)")
 	fs.Float64Var(&s.cfg.RestartProbability, "restart-probability", 0, "chance per hub and round of an agent restart (0 = default 0.05, negative = never)")
 	fs.Uint64Var(&s.cfg.FirstIncarnation, "first-incarnation", 0, "incarnation agents start with (raise it to simulate again into a database holding an earlier run)")
 	fs.StringVar(&s.cfg.Topic, "topic", "", "topic to publish to (default "+sim.DefaultTopic+"; with --agent globalhub a topic per hub, "+sim.GlobalHubTopicPrefix+"<hub>, or the shared "+sim.GlobalHubSharedTopic+" keyed by event type)")
@@ -67,6 +72,9 @@ func simulateCmd(ctx context.Context, args []string) error {
 	fs.DurationVar(&s.resyncQuiet, "resync-quiet", 15*time.Second, "with --resync-topic: stop answering once no request came for this long")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if s.cfg.Agent == simwork.Agent {
+		return simulateWork(ctx, s)
 	}
 	logger, err := newLogger("warn", "console")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/verify"
 )
 
@@ -16,15 +17,24 @@ func verifyCmd(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	exp, err := sim.ReadExpected(*expected)
+	wexp, isWork, err := simwork.ReadExpected(*expected)
 	if err != nil {
 		return err
+	}
+	var exp *sim.Expected
+	if !isWork {
+		if exp, err = sim.ReadExpected(*expected); err != nil {
+			return err
+		}
 	}
 	pool, err := db.Connect(ctx, *url, 2)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	if isWork {
+		return verifyWork(ctx, pool, wexp)
+	}
 	rep, err := verify.Verify(ctx, pool, exp)
 	if err != nil {
 		return err

@@ -294,6 +294,7 @@ func (c *Console) pageRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /hub", c.hubPage)
 	mux.HandleFunc("GET /deadletters", c.deadLettersPage)
+	mux.HandleFunc("GET /work", c.workPage)
 	c.actionRoutes(mux)
 }
 
@@ -387,7 +388,7 @@ const consoleHead = `<!doctype html>
 <style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
 .bad{color:#b00}.counts span{display:inline-block;margin-right:1.5em}.counts b{font-size:1.3em}pre{white-space:pre-wrap;max-width:80em;background:#f6f6f6;padding:.5em}</style>
 </head><body>
-<p><a href="/">overview</a> · <a href="/deadletters">dead letters</a> · <a href="/debug/units?limit=100">/debug/units</a>
+<p><a href="/">overview</a> · <a href="/deadletters">dead letters</a> · <a href="/work">work statuses</a> · <a href="/debug/units?limit=100">/debug/units</a>
 <form method="get" action="/" style="display:inline;margin-left:2em"><input name="q" id="q" placeholder="hub name" value="{{.Q}}"> <button>search</button></form></p>`
 
 var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Parse(consoleHead + `

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/work"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -47,6 +48,7 @@ func All() []Profile {
 	return []Profile{
 		{Name: STB, Help: "STB's own bundles", Syncers: builtin(true, false)},
 		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub},
+		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily},
 	}
 }
 

@@ -52,6 +52,10 @@ const (
 	// WritePanic: planning or writing the bundle panicked, a bug of the
 	// bridge's; kept to replay once it is fixed, like DecodePanic.
 	WritePanic Reason = "write_panic"
+	// ClusterMismatch: a ManifestWork status (profile work) names another
+	// cluster than the one its resource is stored for; written by the
+	// work.status plan itself, one letter per such status.
+	ClusterMismatch Reason = "cluster_mismatch"
 )
 
 // ReadReasons are the reasons a message is rejected for on read, for

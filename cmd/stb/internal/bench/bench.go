@@ -13,8 +13,10 @@ import (
 
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"go.uber.org/zap"
 )
 
@@ -169,8 +171,12 @@ func (c Config) Validate() error {
 		if len(c.Scenarios) == 0 {
 			errs = append(errs, errors.New("--agent globalhub needs --scenario catch-up (the other scenarios are STB's wire format only)"))
 		}
+	case simwork.Agent:
+		if len(c.Scenarios) != 1 || c.Scenarios[0] != "catch-up" {
+			errs = append(errs, errors.New("--agent work needs --scenario catch-up (the other scenarios are STB's wire format only)"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub))
+		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub, simwork.Agent))
 	}
 	if c.GHSharedTopic && c.Agent != sim.AgentGlobalHub {
 		errs = append(errs, errors.New("--gh-shared-topic needs --agent globalhub"))
@@ -225,6 +231,15 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 		// order of types needs. The shared topic is the scenario's own.
 		if !c.GHSharedTopic {
 			partitions = 1
+		}
+	}
+	if c.Agent == simwork.Agent {
+		set, err := profiles.Parse(workProfiles)
+		if err != nil {
+			return err
+		}
+		if e.reg, err = set.Registry(); err != nil {
+			return err
 		}
 	}
 	report := &benchReport{Started: time.Now(), Command: c.Command, Machine: e.machine(ctx)}

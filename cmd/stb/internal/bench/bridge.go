@@ -48,6 +48,8 @@ type variantOpts struct {
 	db string
 	// maxBundleBytes overrides --max-bundle-bytes when not 0.
 	maxBundleBytes int64
+	// profiles overrides --profiles when not empty.
+	profiles []string
 }
 
 // startBridge creates the variant's database (migrated by bridge.New, not
@@ -70,6 +72,9 @@ func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge
 	cfg.Reader.MaxBufferedBytes = e.cfg.MaxBufferedBytes
 	if o.maxBundleBytes > 0 {
 		cfg.Reader.MaxBundleBytes = int(o.maxBundleBytes)
+	}
+	if len(o.profiles) > 0 {
+		cfg.Profiles = o.profiles
 	}
 	// Start every variant from the same memory: what an earlier variant
 	// left for the garbage collector would otherwise count as this one's.
