@@ -91,6 +91,7 @@ func consumeBacklog(b *testing.B, addr, group string, channel bool) (int, time.D
 	next := func(timeout time.Duration) *kafka.Message {
 		if channel {
 			select {
+			//lint:ignore SA1019 the deprecated events channel is what this benchmark compares Poll with
 			case ev := <-c.Events():
 				m, _ := ev.(*kafka.Message)
 				return m
