@@ -23,7 +23,8 @@ const (
 	// HubInactive: no heartbeat of the hub was received for
 	// --hub-inactive-after.
 	HubInactive HubState = "inactive"
-	// HubDeleted: the hub was deleted; its versions are tombstones.
+	// HubDeleted: the hub was deleted; its versions are tombstones (but
+	// those of key-fenced types, which are gone).
 	HubDeleted HubState = "deleted"
 )
 
@@ -44,7 +45,9 @@ type HubAction string
 const (
 	// DeleteHub removes every row of the hub and leaves tombstones in
 	// status.bundle_versions, so that bundles of its incarnation still in
-	// Kafka cannot bring it back; a newer incarnation can.
+	// Kafka cannot bring it back; a newer incarnation can. The versions of
+	// key-fenced types (HubScope.KeyFenced) are removed instead: the hub's
+	// next bundle of theirs brings it back.
 	DeleteHub HubAction = "delete"
 	// ResetHub removes every row of the hub and its versions, so that its
 	// next bundles apply whatever their version: for a hub rebuilt from
