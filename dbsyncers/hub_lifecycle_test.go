@@ -354,3 +354,119 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 		t.Fatalf("after a heartbeat, state %q, want active", s)
 	}
 }
+
+// familyScope is what profiles.HubScope declares for the work profile,
+// which this package cannot import (the family imports it).
+var familyScope = db.HubScope{
+	KeyFenced: []string{"work.status"},
+	Tables:    []db.HubTable{{Table: "work.resource_status", Column: "cluster"}},
+}
+
+// writeFamilyRows stores n statuses of cluster in work.resource_status and
+// its work.status version at the family's constant 0.0, as the family's
+// write leaves them.
+func writeFamilyRows(t *testing.T, pool *pgxpool.Pool, cluster string, n int) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO work.resource_status (source, resource_id, cluster, resource_version, sequence_id, event_type, event_id)
+		SELECT 'maestro', $1 || '-' || i, $1, 1, i, 'status.update_request', 'e' || i FROM generate_series(1, $2) i`, cluster, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, 'work.status', 0, 0)
+		ON CONFLICT DO NOTHING`, cluster); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func familyRows(t *testing.T, pool *pgxpool.Pool, cluster string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM work.resource_status WHERE cluster = $1`, cluster).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestDeleteOfAHubWithKeyFencedTypes: a hub that sent STB's bundles and
+// is also a cluster of a key-fenced family gets the tombstones it had
+// before, only for its STB types and at their incarnation; the version of
+// the family's type, whose constant 0.0 would make a tombstone that
+// refuses every later bundle, is removed instead, and so are the hub's
+// rows of the family's table (counted in Removed). Another hub keeps its
+// rows, and a reset removes the family's rows too.
+func TestDeleteOfAHubWithKeyFencedTypes(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	ctx := t.Context()
+	writeHub(t, pool, "hub-f", 3)
+	writeFamilyRows(t, pool, "hub-f", 5)
+	writeFamilyRows(t, pool, "hub-g", 2)
+	stb := 0
+	for _, n := range rowsOfHub(t, pool, "hub-f") {
+		stb += n
+	}
+	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: "hub-f", Action: db.DeleteHub, Scope: familyScope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed != int64(stb+5) || res.Versions != 4 || res.KeyFenced != 1 || res.Tombstone != 3 {
+		t.Fatalf("delete = %+v; want %d rows removed, 4 tombstones at incarnation 3, 1 key-fenced version forgotten", res, stb+5)
+	}
+	if n := familyRows(t, pool, "hub-f"); n != 0 {
+		t.Errorf("%d rows of the family left", n)
+	}
+	if n := familyRows(t, pool, "hub-g"); n != 2 {
+		t.Errorf("another cluster has %d rows of the family, want its 2", n)
+	}
+	vs, err := db.LoadHubVersions(ctx, pool, "hub-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, sv := range vs {
+		types = append(types, sv.Type)
+		if sv.Version != (bundle.Version{Incarnation: 3, Generation: db.TombstoneGeneration}) {
+			t.Errorf("%s version %v, want the tombstone 3.max", sv.Type, sv.Version)
+		}
+	}
+	if want := []string{"clusterspolicies", "compliance", "heartbeat", "managedclusters"}; !slices.Equal(types, want) {
+		t.Fatalf("versions after the delete %v, want the tombstones of %v and none of work.status", types, want)
+	}
+	if d := res.Describe("hub-f", db.DeleteHub); !strings.Contains(d, "1 versions of types fenced per row forgotten") ||
+		!strings.Contains(d, "4 versions now tombstones at incarnation 3") {
+		t.Errorf("Describe = %q", d)
+	}
+
+	// A cluster with no other type: no tombstone at all.
+	res, err = db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: "hub-g", Action: db.DeleteHub, Scope: familyScope})
+	if err != nil || res.Removed != 2 || res.Versions != 0 || res.KeyFenced != 1 || res.Tombstone != 0 {
+		t.Fatalf("delete of a cluster = %+v, %v; want its 2 rows and its version removed, no tombstone", res, err)
+	}
+	if vs, err := db.LoadHubVersions(ctx, pool, "hub-g"); err != nil || len(vs) != 0 {
+		t.Fatalf("versions of the deleted cluster: %v, %v; want none", vs, err)
+	}
+	if d := res.Describe("hub-g", db.DeleteHub); !strings.Contains(d, "no tombstone, so its next bundle brings it back") {
+		t.Errorf("Describe = %q", d)
+	}
+
+	// A reset removes the family's rows and forgets every version.
+	writeFamilyRows(t, pool, "hub-g", 3)
+	res, err = db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: "hub-g", Action: db.ResetHub, Scope: familyScope})
+	if err != nil || res.Removed != 3 || res.Versions != 1 || familyRows(t, pool, "hub-g") != 0 {
+		t.Fatalf("reset of a cluster = %+v, %v; want its 3 rows and its version removed", res, err)
+	}
+
+	// A table a family declares that does not exist fails the request
+	// and changes nothing.
+	writeFamilyRows(t, pool, "hub-g", 1)
+	bad := familyScope
+	bad.Tables = append(slices.Clone(bad.Tables), db.HubTable{Table: "work.no_such_table", Column: "cluster"})
+	if _, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: "hub-g", Action: db.DeleteHub, Scope: bad}); err == nil {
+		t.Fatal("a delete with a table that does not exist succeeded")
+	}
+	if n := familyRows(t, pool, "hub-g"); n != 1 {
+		t.Fatalf("a failed delete removed rows: %d left, want 1", n)
+	}
+}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
 )
 
 const hubUsage = `usage: stb hub delete|reset NAME [--database-url URL]
   delete removes every row of the hub and leaves tombstones, so that its bundles still in Kafka
-         cannot bring it back; a newer incarnation of the hub comes back cleanly
+         cannot bring it back; a newer incarnation of the hub comes back cleanly. A cluster of a
+         status family (work) gets no tombstone: its rows go, and its next status brings it back
   reset  removes every row of the hub and its stored versions, for a hub rebuilt from scratch
          whose incarnation went backwards: its next bundles apply whatever their version
 Both take effect while bridges run (they drop what they hold of the hub) and are idempotent.`
@@ -47,7 +49,8 @@ func hubCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: hub, Action: action, RequestedBy: "stb hub " + args[0]})
+	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: hub, Action: action, RequestedBy: "stb hub " + args[0],
+		Scope: profiles.HubScope()})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -22,6 +23,14 @@ func Syncers() []dbsyncers.Syncer {
 		Plan:     plan,
 		Merge:    merge,
 	}}
+}
+
+// HubTables returns the family's table of a cluster's rows, for a hub
+// delete or reset of the cluster (profiles.Profile.HubTables): its rows
+// name the cluster in column cluster, and it is outside the schemas a
+// delete searches for a hub column.
+func HubTables() []db.HubTable {
+	return []db.HubTable{{Table: "work.resource_status", Column: "cluster"}}
 }
 
 // badPayload marks data the type cannot take.

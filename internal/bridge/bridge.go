@@ -164,7 +164,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	b.hubs, err = hubs.New(cfg.Hubs, hubs.Deps{
 		Pool: b.controlPool, DatabaseURL: cfg.DatabaseURL, Memory: memory{b.manager, b.globalHub},
-		After: lastRequest, Types: profiles.AllTypeNames(), Logger: logger.Named("hubs"), Registerer: b.registry,
+		After: lastRequest, Types: profiles.HubFencedTypes(), Scope: profiles.HubScope(),
+		Logger: logger.Named("hubs"), Registerer: b.registry,
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/internal/replay"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -196,7 +197,7 @@ func (c *Console) hubAction(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
 	defer cancel()
 	out, err := db.ApplyHubRequest(ctx, c.pool, db.HubRequest{
-		Hub: hub, Action: action, RequestedBy: "console",
+		Hub: hub, Action: action, RequestedBy: "console", Scope: profiles.HubScope(),
 	})
 	res.Err = err
 	if err == nil {

@@ -84,10 +84,15 @@ type Deps struct {
 	// After is the newest request already applied (db.LastHubRequest,
 	// read before the versions were loaded).
 	After int64
-	// Types are every bundle type the bridge knows: after a delete its
-	// memory fences each of them at the tombstones' incarnation, also the
-	// types the hub never sent, which have no tombstone in the database.
+	// Types are the bundle types with a hub-level version
+	// (profiles.HubFencedTypes): after a delete the bridge's memory fences
+	// each of them at the tombstones' incarnation, also the types the hub
+	// never sent, which have no tombstone in the database. The key-fenced
+	// types are left out: the hub's next bundle of theirs is taken.
 	Types []string
+	// Scope is what a delete after Config.DeleteAfter needs to know of the
+	// status families (profiles.HubScope).
+	Scope db.HubScope
 	// Logger; nil logs nothing.
 	Logger *zap.Logger
 	// Registerer receives the hub metrics; required.
@@ -112,6 +117,8 @@ type Lifecycle struct {
 	forgotten int64
 	// types are the bundle types a delete fences in memory (Deps.Types).
 	types []string
+	// scope is Deps.Scope, for the deletes after Config.DeleteAfter.
+	scope db.HubScope
 	// passTimeout bounds one pass of requests or one sweep (DefaultPassTimeout).
 	passTimeout time.Duration
 
@@ -135,7 +142,7 @@ func New(cfg Config, deps Deps) (*Lifecycle, error) {
 	}
 	h := &Lifecycle{
 		cfg: cfg, pool: deps.Pool, url: deps.DatabaseURL, memory: deps.Memory, logger: deps.Logger,
-		after: deps.After, types: deps.Types, passTimeout: DefaultPassTimeout,
+		after: deps.After, types: deps.Types, scope: deps.Scope, passTimeout: DefaultPassTimeout,
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "hubs", Name: "requests_applied_total",
 			Help: "Hub deletes and resets (stb hub delete|reset, --hub-delete-after) whose hub this bridge dropped from memory, by action.",
@@ -337,9 +344,10 @@ func (h *Lifecycle) apply(ctx context.Context, r db.HubRequestRecord) error {
 // tombstones only for the types the hub had written, and the bridge's
 // memory fences the others too, so that a bundle of the deleted
 // incarnation of a type the hub had not written yet (still in Kafka, or
-// read by a lagging replica) cannot bring the hub back. Without a
-// tombstone among versions (the hub had none, or its newer incarnation
-// replaced them all) there is nothing to fence.
+// read by a lagging replica) cannot bring the hub back. types leaves out
+// the key-fenced types, whose bundles have no hub-level version to fence
+// (Deps.Types). Without a tombstone among versions (the hub had none, or
+// its newer incarnation replaced them all) there is nothing to fence.
 func fenceEveryType(versions []db.StoredVersion, types []string) []db.StoredVersion {
 	var tomb *db.StoredVersion
 	has := make(map[string]bool, len(versions))
@@ -384,6 +392,7 @@ func (h *Lifecycle) sweep(ctx context.Context) error {
 		for _, hub := range hubs {
 			res, err := db.ApplyHubRequest(ctx, h.pool, db.HubRequest{
 				Hub: hub, Action: db.DeleteHub, RequestedBy: "--hub-delete-after", InactiveFor: cfg.DeleteAfter,
+				Scope: h.scope,
 			})
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dbsyncers/work"
+	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -40,6 +41,21 @@ type Profile struct {
 	// profile's events onto its bundles; the reader gets a new one per
 	// bridge.
 	Family func() transport.Family
+	// KeyFenced: the profile's bundles carry no hub-level version; each
+	// row keeps its own fence. Its types take a constant version and
+	// equal ones (bundle.TypeInfo.TakesEqual), so status.bundle_versions
+	// passes everything, and the real fence is per key in the profile's
+	// tables. A hub delete removes such a type's version row instead of
+	// leaving a tombstone, which would be at the constant version and so
+	// refuse every later bundle of the hub for good, and a bridge's memory
+	// does not fence the type after the delete: the hub's next bundle is
+	// taken, as a newer incarnation of a hub is.
+	KeyFenced bool
+	// HubTables returns the tables holding the profile's rows of a hub
+	// that a hub delete or reset must remove and would not find by itself
+	// (it finds the tables of schemas status and event with a hub column);
+	// nil when there are none.
+	HubTables func() []db.HubTable
 }
 
 // All returns every profile the bridge ships with, in the order their
@@ -48,7 +64,8 @@ func All() []Profile {
 	return []Profile{
 		{Name: STB, Help: "STB's own bundles", Syncers: builtin(true, false)},
 		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub},
-		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily},
+		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily,
+			KeyFenced: true, HubTables: work.HubTables},
 	}
 }
 
@@ -151,15 +168,51 @@ func (s Set) Families() []transport.Family {
 	return out
 }
 
-// AllTypeNames returns the name of every bundle type of every profile:
-// what a hub delete leaves a tombstone for, whichever profiles the
-// bridges run.
+// AllTypeNames returns the name of every bundle type of every profile,
+// in registration order.
 func AllTypeNames() []string {
 	var names []string
 	for _, p := range All() {
-		for _, s := range p.Syncers() {
-			names = append(names, s.Name)
+		names = append(names, p.typeNames()...)
+	}
+	return names
+}
+
+// HubFencedTypes returns the name of every bundle type of every profile
+// that is not KeyFenced: what a bridge's memory fences at the tombstones'
+// incarnation after a hub delete, whichever profiles the bridges run.
+func HubFencedTypes() []string {
+	var names []string
+	for _, p := range All() {
+		if !p.KeyFenced {
+			names = append(names, p.typeNames()...)
 		}
+	}
+	return names
+}
+
+// HubScope returns what a hub delete or reset must know of the profiles,
+// every one of them whichever the bridges run (a hub's rows may have been
+// written by a bridge that read another set): the types of the KeyFenced
+// profiles, whose versions a delete removes rather than tombstones, and
+// every profile's HubTables.
+func HubScope() db.HubScope {
+	var s db.HubScope
+	for _, p := range All() {
+		if p.KeyFenced {
+			s.KeyFenced = append(s.KeyFenced, p.typeNames()...)
+		}
+		if p.HubTables != nil {
+			s.Tables = append(s.Tables, p.HubTables()...)
+		}
+	}
+	return s
+}
+
+func (p Profile) typeNames() []string {
+	var names []string
+	for _, s := range p.Syncers() {
+		names = append(names, s.Name)
 	}
 	return names
 }

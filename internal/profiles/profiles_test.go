@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/work"
+	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
 func TestParse(t *testing.T) {
@@ -62,7 +64,8 @@ func TestSetRegistry(t *testing.T) {
 }
 
 // Every profile's type names are distinct from every other's: a hub
-// delete leaves one tombstone per name, and a unit's slots are by name.
+// delete leaves one tombstone per name (or forgets the version of a
+// key-fenced one), and a unit's slots are by name.
 func TestAllTypeNamesDistinct(t *testing.T) {
 	names := AllTypeNames()
 	seen := map[string]bool{}
@@ -91,4 +94,47 @@ func typeNames(reg *dbsyncers.Registry) []string {
 		out = append(out, ti.Name)
 	}
 	return out
+}
+
+// TestHubScope: every type is either fenced per hub or per key, never
+// both; a key-fenced type takes equal versions (its version is constant,
+// and status.bundle_versions must pass every bundle); the work profile is
+// key-fenced; and every table a profile declares for hub deletes exists
+// with its column in the migrated schema, so that a delete cannot fail
+// on a misspelled name.
+func TestHubScope(t *testing.T) {
+	scope := HubScope()
+	fenced := HubFencedTypes()
+	for _, typ := range scope.KeyFenced {
+		if slices.Contains(fenced, typ) {
+			t.Errorf("type %q is both hub-fenced and key-fenced", typ)
+		}
+	}
+	if got, want := len(fenced)+len(scope.KeyFenced), len(AllTypeNames()); got != want {
+		t.Errorf("%d hub-fenced and %d key-fenced types, want %d in all", len(fenced), len(scope.KeyFenced), want)
+	}
+	if !slices.Contains(scope.KeyFenced, work.BundleType) || slices.Contains(fenced, work.BundleType) {
+		t.Errorf("key-fenced %v, hub-fenced %v: want %s key-fenced", scope.KeyFenced, fenced, work.BundleType)
+	}
+	for _, p := range All() {
+		for _, s := range p.Syncers() {
+			if p.KeyFenced && !s.TakesEqual {
+				t.Errorf("profile %s is key-fenced but its type %s does not take equal versions", p.Name, s.Name)
+			}
+		}
+	}
+
+	pool, _ := dbtest.New(t)
+	if len(scope.Tables) == 0 {
+		t.Fatal("no family declares a table")
+	}
+	for _, tab := range scope.Tables {
+		var ok bool
+		err := pool.QueryRow(t.Context(), `
+			SELECT EXISTS (SELECT 1 FROM pg_attribute
+				WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped)`, tab.Table, tab.Column).Scan(&ok)
+		if err != nil || !ok {
+			t.Errorf("table %s has no column %s (%v)", tab.Table, tab.Column, err)
+		}
+	}
 }

@@ -23,7 +23,8 @@ const (
 	// HubInactive: no heartbeat of the hub was received for
 	// --hub-inactive-after.
 	HubInactive HubState = "inactive"
-	// HubDeleted: the hub was deleted; its versions are tombstones.
+	// HubDeleted: the hub was deleted; its versions are tombstones (but
+	// those of key-fenced types, which are gone).
 	HubDeleted HubState = "deleted"
 )
 
@@ -44,7 +45,9 @@ type HubAction string
 const (
 	// DeleteHub removes every row of the hub and leaves tombstones in
 	// status.bundle_versions, so that bundles of its incarnation still in
-	// Kafka cannot bring it back; a newer incarnation can.
+	// Kafka cannot bring it back; a newer incarnation can. The versions of
+	// key-fenced types (HubScope.KeyFenced) are removed instead: the hub's
+	// next bundle of theirs brings it back.
 	DeleteHub HubAction = "delete"
 	// ResetHub removes every row of the hub and its versions, so that its
 	// next bundles apply whatever their version: for a hub rebuilt from
@@ -70,16 +73,50 @@ type HubRequest struct {
 	// InactiveFor, when positive, applies the request only to a hub that
 	// has been inactive at least that long when its rows are locked.
 	InactiveFor time.Duration
+	// Scope is what the status families declare (profiles.HubScope): the
+	// types a delete must not tombstone and the tables it must empty of
+	// the hub's rows besides those it finds.
+	Scope HubScope
+}
+
+// HubScope is what a hub request needs to know of the status families,
+// whose bundles' versions and tables do not follow STB's pattern.
+type HubScope struct {
+	// KeyFenced are the bundle types whose bundles carry no hub-level
+	// version, only a constant one that takes equal versions: each of
+	// their rows keeps its own fence. A delete removes their
+	// status.bundle_versions rows instead of turning them into tombstones
+	// at the constant version, which would refuse every later bundle of
+	// the hub, of any incarnation, for good.
+	KeyFenced []string
+	// Tables hold rows of a hub that the request removes besides those
+	// of the tables it finds by their hub column (hubTablesSQL).
+	Tables []HubTable
+}
+
+// HubTable is a table holding rows of a hub, and its column naming the
+// hub: a family's table outside the schemas status and event, or whose
+// hub is a cluster.
+type HubTable struct {
+	// Table is the table's name, schema-qualified:
+	// "work.resource_status".
+	Table string
+	// Column names the hub: "cluster".
+	Column string
 }
 
 // HubResult is what a request did.
 type HubResult struct {
 	// ID is the request's id in status.hub_requests; 0 when Skipped.
 	ID int64
-	// Removed counts the hub's data rows deleted, Versions its
-	// status.bundle_versions rows replaced by tombstones or removed: one
-	// per type the hub had written, none for the types it never sent.
-	Removed, Versions int64
+	// Removed counts the hub's data rows deleted (also those of
+	// HubScope.Tables), Versions its status.bundle_versions rows replaced
+	// by tombstones or removed: one per type the hub had written, none
+	// for the types it never sent. A delete counts in Versions only the
+	// tombstones, and the rows of HubScope.KeyFenced types it removed in
+	// KeyFenced; a reset removes every row and counts them all in
+	// Versions.
+	Removed, Versions, KeyFenced int64
 	// Tombstone is the incarnation a delete's tombstones fence: bundles
 	// of it and older are stale. 0, with Versions 0, for a hub that had
 	// no stored versions: there is nothing to fence.
@@ -105,12 +142,20 @@ func (r HubResult) Describe(hub string, action HubAction) string {
 	if r.AlreadyDeleted {
 		already = " (it was already deleted)"
 	}
-	if r.Versions == 0 {
-		return fmt.Sprintf("hub %q deleted%s: %d rows removed; it had no stored versions, so there is no tombstone and its next bundle brings it back (request %d)",
-			hub, already, r.Removed, r.ID)
+	removed := fmt.Sprintf("%d rows removed", r.Removed)
+	if r.KeyFenced > 0 {
+		removed += fmt.Sprintf(", %d versions of types fenced per row forgotten", r.KeyFenced)
 	}
-	return fmt.Sprintf("hub %q deleted%s: %d rows removed, %d versions now tombstones at incarnation %d; bundles of incarnation %d and older are ignored, a newer incarnation brings the hub back (request %d)",
-		hub, already, r.Removed, r.Versions, r.Tombstone, r.Tombstone, r.ID)
+	switch {
+	case r.Versions == 0 && r.KeyFenced > 0:
+		return fmt.Sprintf("hub %q deleted%s: %s; no tombstone, so its next bundle brings it back (request %d)",
+			hub, already, removed, r.ID)
+	case r.Versions == 0:
+		return fmt.Sprintf("hub %q deleted%s: %s; it had no stored versions, so there is no tombstone and its next bundle brings it back (request %d)",
+			hub, already, removed, r.ID)
+	}
+	return fmt.Sprintf("hub %q deleted%s: %s, %d versions now tombstones at incarnation %d; bundles of incarnation %d and older are ignored, a newer incarnation brings the hub back (request %d)",
+		hub, already, removed, r.Versions, r.Tombstone, r.Tombstone, r.ID)
 }
 
 // TombstoneGeneration is the generation of a tombstone: the largest, so
@@ -153,6 +198,11 @@ ORDER BY 1`
 // other types too once it applies the request: hubs.Lifecycle). A reset
 // has no tombstone: a bundle of the old incarnation written at that
 // moment can land after it (README "Hub lifecycle").
+//
+// The types of req.Scope.KeyFenced get no tombstone either: their version
+// rows are removed, and the hub's rows of req.Scope.Tables with them, so
+// the hub's next bundle of such a type is written, and the hub is back.
+// So is a late copy of an old one: each row's fence went with the row.
 func ApplyHubRequest(ctx context.Context, pool interface {
 	Begin(context.Context) (pgx.Tx, error)
 }, req HubRequest) (HubResult, error) {
@@ -182,11 +232,11 @@ func ApplyHubRequest(ctx context.Context, pool interface {
 			res.AlreadyDeleted = true
 		}
 		if req.Action == DeleteHub {
-			if err := leaveTombstones(ctx, tx, req.Hub, &res); err != nil {
+			if err := leaveTombstones(ctx, tx, req.Hub, req.Scope.KeyFenced, &res); err != nil {
 				return err
 			}
 		}
-		if res.Removed, err = deleteHubRows(ctx, tx, req.Hub); err != nil {
+		if res.Removed, err = deleteHubRows(ctx, tx, req.Hub, req.Scope.Tables); err != nil {
 			return err
 		}
 		var tomb any
@@ -236,17 +286,19 @@ func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult
 	return nil
 }
 
-// leaveTombstonesSQL turns every version row of the hub into a tombstone
-// at the newest incarnation among them and the largest generation, and
-// returns that incarnation once per row. It runs once the hub's row of
-// status.hubs is locked, so that the rows of writes that were in progress
-// are there (committed) too. A row locked by a writer that started after
-// that lock is skipped: that writer waits for the hub's row, which this
-// transaction holds, and waiting for its row in turn would deadlock.
+// leaveTombstonesSQL turns every version row of the hub but those of the
+// key-fenced types ($3) into a tombstone at the newest incarnation among
+// them and the largest generation, and returns that incarnation once per
+// row. It runs once the hub's row of status.hubs is locked, so that the
+// rows of writes that were in progress are there (committed) too. A row
+// locked by a writer that started after that lock is skipped: that writer
+// waits for the hub's row, which this transaction holds, and waiting for
+// its row in turn would deadlock.
 const leaveTombstonesSQL = `
 WITH v AS (
 	SELECT bundle_type, incarnation FROM status.bundle_versions
-	WHERE hub = $1 ORDER BY bundle_type FOR UPDATE SKIP LOCKED
+	WHERE hub = $1 AND bundle_type <> ALL ($3::text[])
+	ORDER BY bundle_type FOR UPDATE SKIP LOCKED
 ), m AS (
 	SELECT max(incarnation) AS inc FROM v
 )
@@ -257,10 +309,33 @@ FROM v, m
 WHERE b.hub = $1 AND b.bundle_type = v.bundle_type
 RETURNING m.inc::text`
 
+// dropKeyFencedSQL removes the hub's version rows of the key-fenced types
+// ($2), skipping those locked as leaveTombstonesSQL does: a write that
+// started after the hub was locked lands after the delete, as the hub's
+// next bundle would.
+const dropKeyFencedSQL = `
+DELETE FROM status.bundle_versions AS b
+USING (
+	SELECT bundle_type FROM status.bundle_versions
+	WHERE hub = $1 AND bundle_type = ANY ($2::text[])
+	ORDER BY bundle_type FOR UPDATE SKIP LOCKED
+) AS v
+WHERE b.hub = $1 AND b.bundle_type = v.bundle_type`
+
 // leaveTombstones turns the hub's version rows, one per type it had
-// written, into tombstones.
-func leaveTombstones(ctx context.Context, tx pgx.Tx, hub string, res *HubResult) error {
-	rows, err := tx.Query(ctx, leaveTombstonesSQL, hub, strconv.FormatUint(TombstoneGeneration, 10))
+// written, into tombstones, but removes those of the keyFenced types: a
+// tombstone of theirs would be at their constant version, newer than
+// every later bundle of the hub.
+func leaveTombstones(ctx context.Context, tx pgx.Tx, hub string, keyFenced []string, res *HubResult) error {
+	if keyFenced == nil {
+		keyFenced = []string{} // <> ALL (NULL) is never true
+	}
+	tag, err := tx.Exec(ctx, dropKeyFencedSQL, hub, keyFenced)
+	if err != nil {
+		return fmt.Errorf("remove versions of key-fenced types: %w", err)
+	}
+	res.KeyFenced = tag.RowsAffected()
+	rows, err := tx.Query(ctx, leaveTombstonesSQL, hub, strconv.FormatUint(TombstoneGeneration, 10), keyFenced)
 	if err != nil {
 		return fmt.Errorf("leave tombstones: %w", err)
 	}
@@ -309,22 +384,35 @@ func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (prev HubState, ski
 	return prev, false, nil
 }
 
-// deleteHubRows removes the hub's rows from every table that has them.
-func deleteHubRows(ctx context.Context, tx pgx.Tx, hub string) (int64, error) {
+// deleteHubRows removes the hub's rows from every table that has them:
+// those found by their hub column, and the families' tables.
+func deleteHubRows(ctx context.Context, tx pgx.Tx, hub string, families []HubTable) (int64, error) {
 	rows, err := tx.Query(ctx, hubTablesSQL)
 	if err != nil {
 		return 0, fmt.Errorf("list tables: %w", err)
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return 0, fmt.Errorf("list tables: %w", err)
 	}
+	tables := make([]HubTable, 0, len(found)+len(families))
+	for _, t := range found {
+		tables = append(tables, HubTable{Table: t, Column: "hub"})
+	}
+	for _, t := range families {
+		// The name as regclass::text spells it, quoted as needed; a
+		// table that does not exist is an error, not a table skipped.
+		var name string
+		if err := tx.QueryRow(ctx, `SELECT $1::regclass::text`, t.Table).Scan(&name); err != nil {
+			return 0, fmt.Errorf("table %q of a family: %w", t.Table, err)
+		}
+		tables = append(tables, HubTable{Table: name, Column: t.Column})
+	}
 	var n int64
 	for _, t := range tables {
-		// t comes from regclass::text, quoted as needed.
-		tag, err := tx.Exec(ctx, "DELETE FROM "+t+" WHERE hub = $1", hub)
+		tag, err := tx.Exec(ctx, "DELETE FROM "+t.Table+" WHERE "+pgx.Identifier{t.Column}.Sanitize()+" = $1", hub)
 		if err != nil {
-			return 0, fmt.Errorf("delete from %s: %w", t, err)
+			return 0, fmt.Errorf("delete from %s: %w", t.Table, err)
 		}
 		n += tag.RowsAffected()
 	}
