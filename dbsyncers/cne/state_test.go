@@ -1,0 +1,197 @@
+package cne_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/cne"
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db/dbtest"
+)
+
+// row is one row of status.cne_state as the tests compare them.
+type row struct {
+	Node, ValueType, Value, Text, Numeric string
+	TimeNS, Offset                        int64
+	Partition                             int32
+	ID, XMin                              string
+}
+
+func readState(t testing.TB, pool *pgxpool.Pool) map[string]row {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `
+		SELECT event_type || ' ' || resource_address || ' ' || data_type, node, value_type, value::text,
+		       coalesce(value_text, '<null>'), coalesce(value_numeric::text, '<null>'), event_time_ns, "offset", "partition", event_id, xmin::text
+		FROM status.cne_state`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]row{}
+	for rows.Next() {
+		var k string
+		var r row
+		if err := rows.Scan(&k, &r.Node, &r.ValueType, &r.Value, &r.Text, &r.Numeric, &r.TimeNS, &r.Offset, &r.Partition, &r.ID, &r.XMin); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// write applies one group of bundles as a worker does: the registry's
+// fence and the family's plan in one transaction.
+func write(t testing.TB, pool *pgxpool.Pool, bundles ...*bundle.Bundle) {
+	t.Helper()
+	reg, err := dbsyncers.NewRegistry(cne.Syncers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied bool
+	if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+		applied, err = reg.Apply(t.Context(), tx, bundles)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !applied {
+		t.Fatal("the (node, type) fence refused a cne.event group: it must take every one")
+	}
+}
+
+func mustBundle(t testing.TB, e interface{ Type() string }, tev func() (*bundle.Bundle, error)) *bundle.Bundle {
+	t.Helper()
+	b, err := tev()
+	if err != nil {
+		t.Fatalf("%s: %v", e.Type(), err)
+	}
+	return b
+}
+
+// stateOf returns a node's ptp-state-change bundle read at (part, off).
+func stateOf(t testing.TB, node, state string, offset int64, at time.Time, part int32, off int64) *bundle.Bundle {
+	t.Helper()
+	e := ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, at, part, off, ptpState(node, state, offset))
+	return mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) })
+}
+
+const (
+	lockNote   = cne.PtpStateChange + " /cluster/node/n1/sync/ptp-status/lock-state notification"
+	lockMetric = cne.PtpStateChange + " /cluster/node/n1/sync/ptp-status/lock-state metric"
+)
+
+// TestStateFence: per key, the latest CloudEvents time wins, ties broken
+// by the Kafka position within a partition; late copies, replays and a
+// clock stepped back never take a row backwards.
+func TestStateFence(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+
+	write(t, pool, stateOf(t, "n1", "FREERUN", 900, sec(0), 0, 10))
+	got := readState(t, pool)
+	if len(got) != 2 || got[lockNote].Text != "FREERUN" || got[lockNote].Numeric != "<null>" || got[lockNote].Value != `"FREERUN"` ||
+		got[lockMetric].Numeric != "900" || got[lockMetric].Text != "900" || got[lockMetric].TimeNS != t0.UnixNano() || got[lockMetric].Node != "n1" {
+		t.Fatalf("first event: %+v", got)
+	}
+
+	// A later event wins; an earlier one read after it (a late copy, or
+	// the node's clock stepped back) does not.
+	write(t, pool, stateOf(t, "n1", "LOCKED", 3, sec(2), 0, 11))
+	write(t, pool, stateOf(t, "n1", "HOLDOVER", 50, sec(1), 0, 12))
+	if got := readState(t, pool); got[lockNote].Text != "LOCKED" || got[lockMetric].Numeric != "3" || got[lockNote].Offset != 11 {
+		t.Fatalf("after a later and a late event: %+v", got)
+	}
+
+	// The same message read again (a replay after a restart) writes
+	// nothing, not even the row's xmin.
+	before := readState(t, pool)
+	write(t, pool, stateOf(t, "n1", "LOCKED", 3, sec(2), 0, 11))
+	if after := readState(t, pool); after[lockNote].XMin != before[lockNote].XMin {
+		t.Errorf("a replayed message rewrote the row")
+	}
+
+	// Same time: a later message of the same partition wins; one of
+	// another partition does not (no order between partitions).
+	write(t, pool, stateOf(t, "n1", "HOLDOVER", 4, sec(2), 0, 13))
+	if got := readState(t, pool); got[lockNote].Text != "HOLDOVER" || got[lockNote].Offset != 13 {
+		t.Fatalf("same time, later offset: %+v", got[lockNote])
+	}
+	write(t, pool, stateOf(t, "n1", "FREERUN", 5, sec(2), 1, 99))
+	if got := readState(t, pool); got[lockNote].Text != "HOLDOVER" || got[lockNote].Partition != 0 {
+		t.Fatalf("same time, other partition: %+v", got[lockNote])
+	}
+
+	// Nanoseconds count: one nanosecond later wins.
+	write(t, pool, stateOf(t, "n1", "LOCKED", 6, sec(2).Add(time.Nanosecond), 1, 1))
+	if got := readState(t, pool); got[lockNote].Text != "LOCKED" || got[lockNote].TimeNS != sec(2).UnixNano()+1 {
+		t.Fatalf("one nanosecond later: %+v", got[lockNote])
+	}
+}
+
+// TestStateGroup: a node's events written as one group (deltas waiting in
+// its unit, or merged by it) end as if written one by one, in any order.
+func TestStateGroup(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	a := stateOf(t, "n1", "FREERUN", 900, sec(0), 0, 10)
+	b := stateOf(t, "n1", "LOCKED", 3, sec(5), 0, 11)
+	c := stateOf(t, "n1", "HOLDOVER", 7, sec(3), 0, 12) // late
+	cls := ev(t, event.CloudEventsVersionV03, cne.PtpClockClassChange, sec(4), 0, 13,
+		data("1.0", v3(addr("n1", cne.ResourceClockClass), "metric", "decimal64.3", "6")))
+	d := mustBundle(t, cls, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(cls) })
+
+	merged := &bundle.Bundle{Hub: "n1", Type: cne.BundleType, Payload: cne.Merge(cne.Merge(a.Payload, b.Payload), c.Payload), Origin: a.Origin}
+	write(t, pool, merged, d)
+	got := readState(t, pool)
+	if len(got) != 3 || got[lockNote].Text != "LOCKED" || got[lockMetric].Numeric != "3" ||
+		got[cne.PtpClockClassChange+" /cluster/node/n1/sync/ptp-status/clock-class metric"].Numeric != "6" {
+		t.Fatalf("group: %+v", got)
+	}
+	for _, p := range []any{a.Payload, b.Payload, c.Payload} {
+		if len(p.(*cne.Payload).Values) != 2 {
+			t.Fatal("Merge changed a payload it was given")
+		}
+	}
+}
+
+// TestStateLargeEvent: consumers SHOULD accept events of at least 64 KB
+// (seed 004, "Size Limits"): a redfish-event of 80 KB and an event of
+// 600 values are stored whole.
+func TestStateLargeEvent(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	big := map[string]any{"@odata.type": "#Event.v1_3_0.Event", "Context": strings.Repeat("c", 80<<10)}
+	d1 := data("v1.0", v1(addr("big", "/redfish/v1/Systems"), "notification", "redfish-event", big))
+	var vals []val
+	for i := range 600 {
+		vals = append(vals, v3(addr("many", fmt.Sprintf("/sync/ptp-status/lock-state/ens%df%d", i/4, i%4)), "metric", "decimal64.3", fmt.Sprintf("%d.125", i)))
+	}
+	d2 := data("1.0", vals...)
+	if len(d1) < 64<<10 || len(d2) < 64<<10 {
+		t.Fatalf("test data %d and %d bytes, want ≥ 64 KiB", len(d1), len(d2))
+	}
+	for i, d := range [][]byte{d1, d2} {
+		e := ev(t, event.CloudEventsVersionV1, "event.redfish.alert", t0, 0, int64(i), d)
+		write(t, pool, mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) }))
+	}
+	got := readState(t, pool)
+	if len(got) != 601 {
+		t.Fatalf("%d rows, want 601", len(got))
+	}
+	var stored map[string]string
+	if err := json.Unmarshal([]byte(got["event.redfish.alert /cluster/node/big/redfish/v1/Systems notification"].Value), &stored); err != nil || len(stored["Context"]) != 80<<10 {
+		t.Errorf("redfish value not stored whole: %v", err)
+	}
+	if r := got["event.redfish.alert /cluster/node/many/sync/ptp-status/lock-state/ens149f3 metric"]; r.Numeric != "599.125" || r.Value != `"599.125"` {
+		t.Errorf("last of 600 values: %+v", r)
+	}
+}
