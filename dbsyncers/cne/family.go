@@ -51,6 +51,9 @@ const (
 	ResourceSynceExtended = "/sync/synce-status/lock-state-extended"
 )
 
+// Profile is the family's profile name (--profiles …,cne).
+const Profile = "cne"
+
 // Family maps Cloud Native Events onto cne.event bundles: transport.Family.
 type Family struct{}
 
@@ -58,7 +61,7 @@ type Family struct{}
 func NewFamily() transport.Family { return Family{} }
 
 // Name is the profile's name.
-func (Family) Name() string { return "cne" }
+func (Family) Name() string { return Profile }
 
 // Owns reports whether typ is a Cloud Native Events type.
 func (Family) Owns(typ string) bool { return strings.HasPrefix(typ, TypePrefix) }

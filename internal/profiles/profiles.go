@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -47,6 +48,7 @@ func All() []Profile {
 	return []Profile{
 		{Name: STB, Help: "STB's own bundles", Syncers: builtin(true, false)},
 		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub},
+		{Name: cne.Profile, Help: "Cloud Native Events (O-RAN PTP/sync notifications)", Syncers: cne.Syncers, Family: cne.NewFamily},
 	}
 }
 
