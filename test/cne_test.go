@@ -203,3 +203,21 @@ func TestCNEEndToEnd(t *testing.T) {
 	}
 	t.Logf("cne: %d rows, %d dead letters", len(got), len(letters))
 }
+
+// TestCNESimulateVerify: `stb simulate --agent cne` (nodes restarting,
+// sending duplicates and late copies, stepping their clocks back, and a
+// few bad events), read by `stb run --profiles stb,cne` killed once with
+// SIGKILL and started again (a replay from the stored offsets), ends in
+// the state `stb verify` expects.
+func TestCNESimulateVerify(t *testing.T) {
+	e := newEnv(t, 3)
+	exp := e.simulate("cne", "--agent", "cne", "--hubs", "12", "--generations", "60", "--seed", "5")
+	first := e.startBridge("--profiles", "stb,cne")
+	e.waitFirstCommit(time.Minute)
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	e.startBridge("--profiles", "stb,cne")
+	e.waitVerified(exp, 2*time.Minute)
+}

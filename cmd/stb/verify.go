@@ -6,6 +6,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	"github.com/stbridge/stb/pkg/verify"
 )
 
@@ -15,6 +16,12 @@ func verifyCmd(ctx context.Context, args []string) error {
 	expected := fs.String("expected", "expected.json", "expected state written by stb simulate")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if exp, ok, err := cnesim.ReadExpected(*expected); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return verifyCNE(ctx, *url, exp)
 	}
 	exp, err := sim.ReadExpected(*expected)
 	if err != nil {
