@@ -40,7 +40,7 @@ const (
 	DefaultLateCopy  = 0.05
 	DefaultBad       = 0.01
 	// clockStepBack is how far a stepped clock goes back at most.
-	clockStepBack = 10 * time.Second
+	clockStepBack = 100 * time.Millisecond
 )
 
 func (c Config) withDefaults() Config {
@@ -272,7 +272,7 @@ func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)
 			metric = r.metricValues[rng.IntN(len(r.metricValues))]
 		}
 		// Each event a little later on the node's clock, in nanoseconds.
-		n.clock = n.clock.Add(time.Second + time.Duration(rng.IntN(1_000_000)))
+		n.clock = n.clock.Add(10*time.Millisecond + time.Duration(rng.IntN(1_000_000)))
 		m, err := n.message(cfg.Topic, r.typ, fmt.Sprintf("%s-%d", n.name, seq), n.values(r, state, metric))
 		if err != nil {
 			return err
