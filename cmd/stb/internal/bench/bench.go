@@ -15,6 +15,7 @@ import (
 	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	"go.uber.org/zap"
 )
 
@@ -169,6 +170,10 @@ func (c Config) Validate() error {
 		if len(c.Scenarios) == 0 {
 			errs = append(errs, errors.New("--agent globalhub needs --scenario catch-up (the other scenarios are STB's wire format only)"))
 		}
+	case cnesim.AgentName:
+		if len(c.Scenarios) != 1 || c.Scenarios[0] != "catch-up" {
+			errs = append(errs, errors.New("--agent cne needs --scenario catch-up (the other scenarios are STB's wire format only)"))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub))
 	}
@@ -216,6 +221,11 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 		return err
 	}
 	partitions := c.Partitions
+	if c.Agent == cnesim.AgentName {
+		if e.reg, err = cneRegistry(); err != nil {
+			return err
+		}
+	}
 	if c.Agent == sim.AgentGlobalHub {
 		if e.reg, err = dbsyncers.ForProfiles(true, true); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	"github.com/stbridge/stb/pkg/verify"
 )
 
@@ -18,6 +19,9 @@ import (
 // checked with verify.Verify once every message is done; the baseline
 // stops at --baseline-limit and its total is extrapolated.
 func benchCatchUp(ctx context.Context, e *benchEnv, res *scenarioResult) error {
+	if e.cfg.Agent == cnesim.AgentName {
+		return e.catchUpCNE(ctx, res)
+	}
 	return e.catchUp(ctx, res, "catchup", e.cfg.Hubs, true)
 }
 
