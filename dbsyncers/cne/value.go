@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // ValueType is the type format of a value (value_type, v1 valueType), as
@@ -125,28 +125,17 @@ type Context struct {
 	Origin           bundle.Origin
 }
 
-// wireValue is one element of values: both field-name sets (sdk-go v2
-// pkg/event/event_data.go DataValue, whose reader "tolerant[s] older
-// releases" in event_unmarshal.go readDataValue; v1 in the seed and in
-// sdk-go v1 event_data.go).
-type wireValue struct {
-	ResourceAddress *string         `json:"ResourceAddress"`
-	Resource        *string         `json:"resource"`
-	DataTypeV3      *string         `json:"data_type"`
-	DataTypeV1      *string         `json:"dataType"`
-	ValueTypeV3     *string         `json:"value_type"`
-	ValueTypeV1     *string         `json:"valueType"`
-	Value           json.RawMessage `json:"value"`
-}
-
-type wireData struct {
-	Version json.RawMessage   `json:"version"`
-	Values  []json.RawMessage `json:"values"`
-}
-
 // Parse reads an event's data into its values, one per element of values
 // in order, and returns the node they all name. Its errors are
 // *dbsyncers.PermanentError: a dead letter with a reason.
+//
+// Member names are matched exactly, as sdk-go's reader matches them
+// (pkg/event/event_unmarshal.go readDataValue): the O-RAN v3 names
+// ResourceAddress, data_type, value_type of sdk-go v2's DataValue
+// (pkg/event/event_data.go) and the v1 names resource, dataType, valueType
+// its reader still takes ("tolerant older releases"), as the seed and
+// sdk-go v1 write them. The data is read in one pass (jsonscan); each
+// value is then checked from the bytes it was sent as.
 func Parse(ctx Context, data []byte) ([]Value, string, error) {
 	if ctx.Time.IsZero() {
 		return nil, "", &dbsyncers.PermanentError{Reason: deadletter.MissingAttribute, Err: ErrNoTime}
@@ -154,33 +143,61 @@ func Parse(ctx Context, data []byte) ([]Value, string, error) {
 	if ctx.Time.Before(minTime) || ctx.Time.After(maxTime) {
 		return nil, "", errPayload(fmt.Errorf("%w: %s", ErrTimeRange, ctx.Time.Format(time.RFC3339Nano)))
 	}
-	var d wireData
-	if err := json.Unmarshal(data, &d); err != nil || !isObject(data) {
-		if err == nil {
-			err = errors.New("not an object")
+	if !isObject(data) {
+		return nil, "", errPayload(fmt.Errorf("%w: not an object", ErrMalformedData))
+	}
+	var (
+		version string
+		values  []Value
+		node    string
+		bad     error // the first bad value's; the rest is still read, for syntax
+	)
+	d := jsonscan.NewDecoder(data)
+	err := d.Object(func(name []byte) error {
+		switch string(name) {
+		case "version":
+			raw, err := d.Raw()
+			version = jsonText(raw)
+			return err
+		case "values":
+			return d.Array(func() error {
+				raw, err := d.Raw()
+				if err != nil || bad != nil {
+					return err
+				}
+				i := len(values)
+				v, err := parseValue(raw)
+				switch {
+				case err != nil:
+					bad = fmt.Errorf("value %d: %w", i, err)
+				case node != "" && v.Node != node:
+					bad = fmt.Errorf("%w: value %d names %q, value 0 %q", ErrMixedNodes, i, v.Node, node)
+				default:
+					node = v.Node
+					values = append(values, v)
+				}
+				return nil
+			})
 		}
+		return nil
+	})
+	if err == nil {
+		err = d.Done()
+	}
+	if err != nil {
 		return nil, "", errPayload(fmt.Errorf("%w: %v", ErrMalformedData, err))
 	}
-	if len(d.Values) == 0 {
+	if bad != nil {
+		return nil, "", errPayload(bad)
+	}
+	if len(values) == 0 {
 		return nil, "", errPayload(ErrEmptyValues)
 	}
-	version := jsonText(d.Version)
 	ns := ctx.Time.UnixNano()
-	values := make([]Value, 0, len(d.Values))
-	node := ""
-	for i, raw := range d.Values {
-		v, err := parseValue(raw)
-		if err != nil {
-			return nil, "", errPayload(fmt.Errorf("value %d: %w", i, err))
-		}
-		if node == "" {
-			node = v.Node
-		} else if v.Node != node {
-			return nil, "", errPayload(fmt.Errorf("%w: value %d names %q, value 0 %q", ErrMixedNodes, i, v.Node, node))
-		}
+	for i := range values {
+		v := &values[i]
 		v.Type, v.TimeNS, v.Origin, v.Index = ctx.Type, ns, ctx.Origin, i
 		v.ID, v.Source, v.DataVersion = ctx.ID, ctx.Source, version
-		values = append(values, v)
 	}
 	return values, node, nil
 }
@@ -201,10 +218,11 @@ func isObject(data []byte) bool {
 }
 
 // jsonText returns a JSON string's content, or other JSON as it is.
-func jsonText(raw json.RawMessage) string {
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s
+func jsonText(raw []byte) string {
+	if len(raw) > 0 && raw[0] == '"' {
+		if s, ok, err := jsonscan.NewDecoder(raw).String(); ok && err == nil {
+			return s
+		}
 	}
 	if string(raw) == "null" {
 		return ""
@@ -212,92 +230,146 @@ func jsonText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// either returns the one of a field's two names that is set; both set and
-// different is an error.
-func either(name string, v3, v1 *string) (string, error) {
-	switch {
-	case v3 != nil && v1 != nil && *v3 != *v1:
-		return "", fmt.Errorf("%w: %s given twice, as %q and %q", ErrMalformedValue, name, *v3, *v1)
-	case v3 != nil:
-		return *v3, nil
-	case v1 != nil:
-		return *v1, nil
-	}
-	return "", nil
+// field is a member of a value that has two names.
+type field struct {
+	v3, v1 string // the names
+	val    string
+	set    string // the name it was read under, "" if none
 }
 
-func parseValue(raw json.RawMessage) (Value, error) {
-	var w wireValue
+// read reads the field's string under name; the other name given too,
+// with another value, is an error.
+func (f *field) read(d *jsonscan.Decoder, name string) error {
+	s, ok, err := d.String()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrMalformedValue, name, err)
+	}
+	if !ok {
+		return nil // null: not given
+	}
+	if f.set != "" && f.val != s {
+		return fmt.Errorf("%w: given twice, as %s %q and %s %q", ErrMalformedValue, f.set, f.val, name, s)
+	}
+	f.val, f.set = s, name
+	return nil
+}
+
+// parseValue reads one element of values.
+func parseValue(raw []byte) (Value, error) {
 	if !isObject(raw) {
 		return Value{}, fmt.Errorf("%w: not an object: %.40s", ErrMalformedValue, raw)
 	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return Value{}, fmt.Errorf("%w: %v", ErrMalformedValue, err)
-	}
-	addr, err := either("ResourceAddress/resource", w.ResourceAddress, w.Resource)
+	addr := field{v3: "ResourceAddress", v1: "resource"}
+	dataType := field{v3: "data_type", v1: "dataType"}
+	valueType := field{v3: "value_type", v1: "valueType"}
+	var value []byte
+	d := jsonscan.NewDecoder(raw)
+	err := d.Object(func(name []byte) error {
+		for _, f := range [...]*field{&addr, &dataType, &valueType} {
+			if string(name) == f.v3 || string(name) == f.v1 {
+				return f.read(d, string(name))
+			}
+		}
+		if string(name) == "value" {
+			var err error
+			value, err = d.Raw()
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		return Value{}, err
 	}
-	if addr == "" {
+	if addr.val == "" {
 		return Value{}, ErrNoAddress
 	}
-	node, ok := NodeOf(addr)
+	node, ok := NodeOf(addr.val)
 	if !ok {
-		return Value{}, fmt.Errorf("%w: %q", ErrNoNode, addr)
+		return Value{}, fmt.Errorf("%w: %q", ErrNoNode, addr.val)
 	}
-	dataType, err := either("data_type/dataType", w.DataTypeV3, w.DataTypeV1)
-	if err != nil {
-		return Value{}, err
-	}
-	if dataType == "" {
+	if dataType.val == "" {
 		return Value{}, fmt.Errorf("%w: no data_type (dataType)", ErrMalformedValue)
 	}
-	vt, err := either("value_type/valueType", w.ValueTypeV3, w.ValueTypeV1)
-	if err != nil {
-		return Value{}, err
+	if !knownValueType(ValueType(valueType.val)) {
+		return Value{}, fmt.Errorf("%w %q (want one of %v)", ErrUnknownValueType, valueType.val, AllValueTypes)
 	}
-	if !knownValueType(ValueType(vt)) {
-		return Value{}, fmt.Errorf("%w %q (want one of %v)", ErrUnknownValueType, vt, AllValueTypes)
-	}
-	v := Value{Address: addr, DataType: dataType, Node: node, ValueType: ValueType(vt)}
-	v.Raw = append(json.RawMessage(nil), bytes.TrimSpace(w.Value)...)
+	v := Value{Address: addr.val, DataType: dataType.val, Node: node, ValueType: ValueType(valueType.val)}
+	v.Raw = append(json.RawMessage(nil), value...)
 	if v.Text, err = checkValue(v.ValueType, v.Raw); err != nil {
 		return Value{}, err
 	}
 	return v, nil
 }
 
-// decimalText is the text of a decimal number PostgreSQL's numeric reads
-// exactly as written: no hexadecimal, no underscores, no NaN or Infinity.
-var decimalText = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+// isDecimal reports whether s is a decimal number PostgreSQL's numeric
+// reads exactly as written: [+-]digits[.digits][e[+-]digits], digits on at
+// least one side of the point; no hexadecimal, no underscores, no NaN or
+// Infinity (which strconv.ParseFloat would take).
+func isDecimal(s string) bool {
+	digits := func(i int) (int, int) {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, n = i+1, n+1
+		}
+		return i, n
+	}
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	i, n := digits(i)
+	if i < len(s) && s[i] == '.' {
+		var m int
+		i, m = digits(i + 1)
+		n += m
+	}
+	if n == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i, n = digits(i); n == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
 
-// checkValue checks a value against its type and returns its text.
+// checkValue checks a value, valid JSON, against its type and returns
+// its text.
 func checkValue(vt ValueType, raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", fmt.Errorf("%w: no value", ErrMalformedValue)
 	}
+	str := func() (string, bool) {
+		if raw[0] != '"' {
+			return "", false
+		}
+		s, ok, err := jsonscan.NewDecoder(raw).String()
+		return s, ok && err == nil
+	}
 	switch vt {
 	case Enumeration:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil || s == "" {
+		s, ok := str()
+		if !ok || s == "" {
 			return "", fmt.Errorf("%w: an enumeration is a non-empty string, not %.40s", ErrMalformedValue, raw)
 		}
 		return s, nil
 	case Decimal:
-		text := string(raw)
-		if raw[0] == '"' {
-			if err := json.Unmarshal(raw, &text); err != nil {
-				return "", fmt.Errorf("%w: %v", ErrMalformedValue, err)
-			}
+		text, ok := str()
+		if !ok {
+			text = string(raw)
 		}
 		f, err := strconv.ParseFloat(text, 64)
-		if !decimalText.MatchString(text) || err != nil || math.IsInf(f, 0) {
-			return "", fmt.Errorf("%w: %q is not a decimal64.3 number", ErrMalformedValue, text)
+		if !isDecimal(text) || err != nil || math.IsInf(f, 0) {
+			return "", fmt.Errorf("%w: %.40q is not a decimal64.3 number", ErrMalformedValue, text)
 		}
 		return text, nil
 	case RedfishEvent:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		if raw[0] != '{' {
 			return "", fmt.Errorf("%w: a redfish-event is an object, not %.40s", ErrMalformedValue, raw)
 		}
 		return "", nil

@@ -1,7 +1,9 @@
 package cne_test
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,6 +215,27 @@ func TestAfter(t *testing.T) {
 	} {
 		if got := tc.v.After(tc.w); got != tc.want {
 			t.Errorf("%s: After = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Decimals PostgreSQL's numeric reads exactly as written, and nothing else.
+func TestDecimalText(t *testing.T) {
+	a := addr("n1", cne.ResourceLockState)
+	for text, ok := range map[string]bool{
+		"0": true, "-5": true, "+5": true, "100.3": true, "9287556": true, "1.": true, ".5": true, "1e3": true, "1.5E-2": true, "-0.125e+10": true,
+		"": false, ".": false, "-": false, "e3": false, "1e": false, "1e+": false, "0x1p3": false, "1_000": false, "NaN": false,
+		"Inf": false, "infinity": false, " 1": false, "1 ": false, "1.2.3": false, "--1": false,
+	} {
+		for _, raw := range []string{`"` + text + `"`, text} {
+			if raw == "" || (raw == text && (!json.Valid([]byte(raw)) || strings.TrimSpace(raw) != raw)) {
+				continue // not JSON (the whole data is malformed), or the number 1 with white space
+			}
+			d := `{"values":[{"ResourceAddress":"` + a + `","data_type":"metric","value_type":"decimal64.3","value":` + raw + `}]}`
+			_, err := cne.Family{}.Bundle(ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, []byte(d)))
+			if (err == nil) != ok {
+				t.Errorf("decimal %s: err %v, want ok=%v", raw, err, ok)
+			}
 		}
 	}
 }
