@@ -21,3 +21,21 @@ func BenchmarkFamilyBundle(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode: what a worker (or a unit merging) spends decoding one
+// such bundle's Raw into its payload.
+func BenchmarkDecode(b *testing.B) {
+	e := ev(b, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, ptpState("compute-1.example.com", "LOCKED", -12))
+	bnd, err := (cne.Family{}).Bundle(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := cne.Syncer()
+	b.SetBytes(int64(len(bnd.Raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Decode(bnd.Raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -19,9 +19,9 @@
 // (status.bundle_versions) is constant and takes equal versions, so it
 // never drops anything: the real fence is the one per key.
 //
-// Unlike STB's own bundles, an event is decoded when it is read
-// (Family.Bundle): its node is inside its data, and the fence of each
-// value needs the event's type, time and Kafka position, which only the
-// reader has. Events are small (a few hundred bytes upstream), so this
-// costs the reader little.
+// An event is checked when it is read (Family.Bundle), so a bad one is one
+// dead letter with its reason, and its node is known; its values are
+// decoded, as STB's own bundles are, only when it is about to be written
+// or merged. Its event's type, time and Kafka position, which the data
+// alone does not hold, travel in a header line before the data in Raw.
 package cne

@@ -8,6 +8,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -84,3 +86,17 @@ func ev(t testing.TB, spec, typ string, at time.Time, part int32, offset int64, 
 
 // t0 is the time of the tests' first events, with nanoseconds.
 var t0 = time.Date(2026, 11, 26, 9, 0, 0, 123456789, time.UTC)
+
+// decoded decodes b as a worker does (bundle.Bundle.Decode with the
+// registry's decoder) and returns its payload.
+func decoded(t testing.TB, b *bundle.Bundle) *cne.Payload {
+	t.Helper()
+	reg, err := dbsyncers.NewRegistry(cne.Syncers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Decode(reg.Decode); err != nil {
+		t.Fatal(err)
+	}
+	return b.Payload.(*cne.Payload)
+}

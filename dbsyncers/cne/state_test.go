@@ -150,15 +150,16 @@ func TestStateGroup(t *testing.T) {
 		data("1.0", v3(addr("n1", cne.ResourceClockClass), "metric", "decimal64.3", "6")))
 	d := mustBundle(t, cls, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(cls) })
 
-	merged := &bundle.Bundle{Hub: "n1", Type: cne.BundleType, Payload: cne.Merge(cne.Merge(a.Payload, b.Payload), c.Payload), Origin: a.Origin}
+	pa, pb, pc := decoded(t, a), decoded(t, b), decoded(t, c)
+	merged := &bundle.Bundle{Hub: "n1", Type: cne.BundleType, Payload: cne.Merge(cne.Merge(pa, pb), pc), Origin: a.Origin}
 	write(t, pool, merged, d)
 	got := readState(t, pool)
 	if len(got) != 3 || got[lockNote].Text != "LOCKED" || got[lockMetric].Numeric != "3" ||
 		got[cne.PtpClockClassChange+" /cluster/node/n1/sync/ptp-status/clock-class metric"].Numeric != "6" {
 		t.Fatalf("group: %+v", got)
 	}
-	for _, p := range []any{a.Payload, b.Payload, c.Payload} {
-		if len(p.(*cne.Payload).Values) != 2 {
+	for _, p := range []*cne.Payload{pa, pb, pc} {
+		if len(p.Values) != 2 {
 			t.Fatal("Merge changed a payload it was given")
 		}
 	}

@@ -1,7 +1,6 @@
 package cne
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -77,14 +76,18 @@ func Syncer() dbsyncers.Syncer {
 // Syncers returns the family's syncers, for internal/profiles.
 func Syncers() []dbsyncers.Syncer { return []dbsyncers.Syncer{Syncer()} }
 
-// ErrNeedsEvent is what decode returns: a cne.event bundle is decoded by
-// the family when it is read, with its event's type, time and position,
-// which the data alone does not hold. A bundle without a payload was not
-// built by Family.Bundle.
-var ErrNeedsEvent = errors.New("cne data is decoded with its event (Family.Bundle), not alone")
-
-func decode([]byte) (any, error) {
-	return nil, &dbsyncers.PermanentError{Reason: deadletter.BadPayload, Err: ErrNeedsEvent}
+// decode reads a bundle's Raw (Family.Bundle): its event's header line
+// and data, into the payload.
+func decode(raw []byte) (any, error) {
+	ctx, data, err := decodeRaw(raw)
+	if err != nil {
+		return nil, errPayload(err)
+	}
+	values, _, err := Parse(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	return newPayload(values), nil
 }
 
 // Merge folds newer into older, the latest value winning per key
