@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/jsonscan"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -115,16 +117,50 @@ func encodeRaw(ctx Context, data []byte) ([]byte, error) {
 	return append(append(append(raw, h...), '\n'), data...), nil
 }
 
-// decodeRaw splits what encodeRaw made.
+// decodeRaw splits what encodeRaw made. The header is read with jsonscan:
+// encoding/json took half of a decode's time on it.
 func decodeRaw(raw []byte) (Context, []byte, error) {
 	line, data, ok := bytes.Cut(raw, []byte{'\n'})
-	var h header
 	if !ok {
 		return Context{}, nil, errors.New("no header line: not a bundle the cne family made")
 	}
-	if err := json.Unmarshal(line, &h); err != nil {
+	var ctx Context
+	var ns int64
+	d := jsonscan.NewDecoder(line)
+	err := d.Object(func(name []byte) error {
+		var err error
+		str := func(dst *string) { *dst, _, err = d.String() }
+		num := func(bits int) (n int64) {
+			var raw []byte
+			if raw, err = d.Raw(); err == nil {
+				n, err = strconv.ParseInt(string(raw), 10, bits)
+			}
+			return n
+		}
+		switch string(name) {
+		case "type":
+			str(&ctx.Type)
+		case "id":
+			str(&ctx.ID)
+		case "source":
+			str(&ctx.Source)
+		case "topic":
+			str(&ctx.Origin.Topic)
+		case "timeNs":
+			ns = num(64)
+		case "partition":
+			ctx.Origin.Partition = int32(num(32))
+		case "offset":
+			ctx.Origin.Offset = num(64)
+		}
+		return err
+	})
+	if err == nil {
+		err = d.Done()
+	}
+	if err != nil {
 		return Context{}, nil, fmt.Errorf("header line: %w", err)
 	}
-	return Context{Type: h.Type, ID: h.ID, Source: h.Source, Time: time.Unix(0, h.TimeNS).UTC(),
-		Origin: bundle.Origin{Topic: h.Topic, Partition: h.Partition, Offset: h.Offset}}, data, nil
+	ctx.Time = time.Unix(0, ns).UTC()
+	return ctx, data, nil
 }

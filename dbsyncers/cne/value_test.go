@@ -242,3 +242,15 @@ func TestDecimalText(t *testing.T) {
 		}
 	}
 }
+
+// A bundle's Raw is the event's header line and its data; what else a
+// decoder is handed (a bundle some other code built) is a bad_payload.
+func TestDecodeNeedsHeader(t *testing.T) {
+	for _, raw := range []string{string(ptpState("n1", "LOCKED", 1)), "{\"type\":3}\n{}", "\n{}"} {
+		_, err := cne.Syncer().Decode([]byte(raw))
+		var reasoned deadletter.Reasoned
+		if !errors.As(err, &reasoned) || reasoned.DeadLetterReason() != deadletter.BadPayload {
+			t.Errorf("decode %.30q: %v, want a bad_payload", raw, err)
+		}
+	}
+}

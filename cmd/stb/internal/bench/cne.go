@@ -86,7 +86,7 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 	res.row("c", "read+decode ceiling").
 		set("time", "seconds", rd.Elapsed.Seconds(), secs(rd.Elapsed)).
 		set("messages/s", "messagesPerSecond", float64(rd.Messages)/rd.Elapsed.Seconds(), perSecond(float64(rd.Messages), rd.Elapsed)).
-		Note = fmt.Sprintf("the family's Bundle on every event (it decodes when it reads); %.0f MiB of data", float64(rd.Bytes)/(1<<20))
+		Note = fmt.Sprintf("the family checks every event as the reader does, then decodes it as a worker does; %.0f MiB of data", float64(rd.Bytes)/(1<<20))
 
 	const label = "catch-up/stb"
 	bb, err := e.startBridge(ctx, variantOpts{label: label, conflation: true, topics: []string{topic}, db: "stb_bench_cne_stb"})
