@@ -11,7 +11,10 @@ CREATE TABLE status.cne_state (
 	event_type       text        NOT NULL,
 	resource_address text        NOT NULL,
 	data_type        text        NOT NULL,
-	node             text        NOT NULL,
+	-- hub is the node named by the address's /cluster/node/<node>/ segment:
+	-- the family's unit, named hub like every table's, so that
+	-- stb hub reset|delete NODE clears its rows as a hub's.
+	hub              text        NOT NULL,
 	value_type       text        NOT NULL CHECK (value_type IN ('enumeration', 'decimal64.3', 'redfish-event')),
 	-- value as sent (a string, a number or an object); value_text its text
 	-- (an enumeration, or a decimal64.3 as written, string or number);
@@ -31,8 +34,9 @@ CREATE TABLE status.cne_state (
 	PRIMARY KEY (event_type, resource_address, data_type)
 );
 
--- A node's rows, for the console and for verification.
-CREATE INDEX cne_state_node ON status.cne_state (node);
+-- A node's rows: the console's page of a node, verification, and stb hub
+-- reset|delete.
+CREATE INDEX cne_state_hub ON status.cne_state (hub);
 
 ---- create above / drop below ----
 

@@ -31,7 +31,7 @@ func LoadNode(ctx context.Context, q Querier, node string, limit int) ([]StateRo
 	rows, err := q.Query(ctx, `
 		SELECT event_type, resource_address, data_type, value_type, coalesce(value_text, left(value::text, 200)),
 		       event_time, topic, "partition", "offset"
-		FROM status.cne_state WHERE node = $1
+		FROM status.cne_state WHERE hub = $1
 		ORDER BY event_type, resource_address, data_type LIMIT $2`, node, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read status.cne_state: %w", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
@@ -28,7 +29,7 @@ type row struct {
 func readState(t testing.TB, pool *pgxpool.Pool) map[string]row {
 	t.Helper()
 	rows, err := pool.Query(t.Context(), `
-		SELECT event_type || ' ' || resource_address || ' ' || data_type, node, value_type, value::text,
+		SELECT event_type || ' ' || resource_address || ' ' || data_type, hub, value_type, value::text,
 		       coalesce(value_text, '<null>'), coalesce(value_numeric::text, '<null>'), event_time_ns, "offset", "partition", event_id, xmin::text
 		FROM status.cne_state`)
 	if err != nil {
@@ -194,5 +195,63 @@ func TestStateLargeEvent(t *testing.T) {
 	}
 	if r := got["event.redfish.alert /cluster/node/many/sync/ptp-status/lock-state/ens149f3 metric"]; r.Numeric != "599.125" || r.Value != `"599.125"` {
 		t.Errorf("last of 600 values: %+v", r)
+	}
+}
+
+// A node is a hub to the hub lifecycle: its events keep its heartbeat row
+// (so --hub-inactive-after measures its silence), `stb hub reset NODE`
+// clears its rows and takes its next events, and `stb hub delete NODE`
+// clears them and, the family's version being constant, keeps its events
+// out until a reset.
+func TestNodeLifecycle(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	reg, err := dbsyncers.NewRegistry(cne.Syncers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(b *bundle.Bundle) bool {
+		t.Helper()
+		var applied bool
+		if err := pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
+			applied, err = reg.Apply(t.Context(), tx, []*bundle.Bundle{b})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return applied
+	}
+	rows := func() (state, heartbeats int) {
+		t.Helper()
+		if err := pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM status.cne_state WHERE hub = 'n1'),
+			(SELECT count(*) FROM status.hub_heartbeats WHERE hub = 'n1' AND last_timestamp = $1)`, t0).Scan(&state, &heartbeats); err != nil {
+			t.Fatal(err)
+		}
+		return state, heartbeats
+	}
+	request := func(action db.HubAction) {
+		t.Helper()
+		if _, err := db.ApplyHubRequest(t.Context(), pool, db.HubRequest{Hub: "n1", Action: action, RequestedBy: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !apply(stateOf(t, "n1", "LOCKED", 1, t0, 0, 1)) {
+		t.Fatal("first event refused")
+	}
+	if s, hb := rows(); s != 2 || hb != 1 {
+		t.Fatalf("after an event: %d rows, %d heartbeat rows at its time; want 2 and 1", s, hb)
+	}
+	request(db.ResetHub)
+	if s, _ := rows(); s != 0 {
+		t.Fatalf("after a reset: %d rows", s)
+	}
+	if !apply(stateOf(t, "n1", "HOLDOVER", 2, t0, 0, 2)) {
+		t.Fatal("an event after a reset was refused")
+	}
+	request(db.DeleteHub)
+	if s, _ := rows(); s != 0 {
+		t.Fatalf("after a delete: %d rows", s)
+	}
+	if apply(stateOf(t, "n1", "FREERUN", 3, t0.Add(time.Hour), 0, 3)) {
+		t.Fatal("an event after a delete was taken: the tombstone must keep the node out until a reset")
 	}
 }

@@ -3,6 +3,7 @@ package cne
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -111,14 +112,14 @@ type unmergeable struct{ Older, Newer string }
 // writes nothing; a late copy or a node whose clock stepped back writes
 // nothing until its times pass the stored one.
 const upsertSQL = `
-INSERT INTO status.cne_state AS s (event_type, resource_address, data_type, node, value_type, value, value_text,
+INSERT INTO status.cne_state AS s (event_type, resource_address, data_type, hub, value_type, value, value_text,
 	value_numeric, event_time, event_time_ns, event_id, event_source, data_version, topic, "partition", "offset")
 SELECT u.t, u.a, u.d, u.n, u.vt, u.v::jsonb, u.tx, u.num::numeric, u.et, u.ns, u.id, u.src, u.ver, u.top, u.part, u.off
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 	$9::timestamptz[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int[], $16::bigint[])
 	AS u(t, a, d, n, vt, v, tx, num, et, ns, id, src, ver, top, part, off)
 ON CONFLICT (event_type, resource_address, data_type) DO UPDATE SET
-	node = excluded.node, value_type = excluded.value_type, value = excluded.value, value_text = excluded.value_text,
+	hub = excluded.hub, value_type = excluded.value_type, value = excluded.value, value_text = excluded.value_text,
 	value_numeric = excluded.value_numeric, event_time = excluded.event_time, event_time_ns = excluded.event_time_ns,
 	event_id = excluded.event_id, event_source = excluded.event_source, data_version = excluded.data_version,
 	topic = excluded.topic, "partition" = excluded."partition", "offset" = excluded."offset", updated_at = now()
@@ -126,7 +127,20 @@ WHERE excluded.event_time_ns > s.event_time_ns
    OR (excluded.event_time_ns = s.event_time_ns AND excluded.topic = s.topic
        AND excluded."partition" = s."partition" AND excluded."offset" > s."offset")`
 
-// plan writes a node's events, folded per key, as one upsert.
+// aliveSQL records that a node was heard from, in status.hub_heartbeats,
+// as a heartbeat bundle does for a hub: nodes send no heartbeats, and
+// --hub-inactive-after measures a hub's silence from there. last_timestamp
+// is the newest time the node stamped on the events written. The row is
+// rewritten at most every few seconds: inactivity is a matter of minutes,
+// and a busy node would otherwise rewrite it with every job.
+const aliveSQL = `
+INSERT INTO status.hub_heartbeats AS hb (hub, last_timestamp, received_at)
+VALUES ($1, $2, now())
+ON CONFLICT (hub) DO UPDATE SET last_timestamp = excluded.last_timestamp, received_at = excluded.received_at
+WHERE hb.received_at < now() - interval '5 seconds'`
+
+// plan writes a node's events, folded per key, as one upsert, and that
+// the node is alive.
 func plan(bundles []*bundle.Bundle) (dbsyncers.Write, error) {
 	acc := &Payload{}
 	for _, b := range bundles {
@@ -165,8 +179,10 @@ func plan(bundles []*bundle.Bundle) (dbsyncers.Write, error) {
 		times[i] = pgtype.Timestamptz{Time: v.Time(), Valid: true}
 		nss[i], topics[i], parts[i], offs[i] = v.TimeNS, v.Origin.Topic, v.Origin.Partition, v.Origin.Offset
 	}
-	return dbsyncers.Write{Statements: []dbsyncers.Statement{{
-		What: "upsert cne state", SQL: upsertSQL,
-		Args: []any{types, addrs, dataTypes, nodes, vts, raws, texts, nums, times, nss, ids, srcs, vers, topics, parts, offs},
-	}}}, nil
+	newest := slices.Max(nss)
+	return dbsyncers.Write{Statements: []dbsyncers.Statement{
+		{What: "upsert cne state", SQL: upsertSQL,
+			Args: []any{types, addrs, dataTypes, nodes, vts, raws, texts, nums, times, nss, ids, srcs, vers, topics, parts, offs}},
+		{What: "record the node alive", SQL: aliveSQL, Args: []any{bundles[0].Hub, time.Unix(0, newest).UTC()}},
+	}}, nil
 }

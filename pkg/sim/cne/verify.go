@@ -48,8 +48,8 @@ func (r *Report) add(format string, args ...any) {
 func Verify(ctx context.Context, db Querier, exp *Expected) (*Report, error) {
 	rep := &Report{Rows: len(exp.Rows), Nodes: len(exp.Nodes), DeadLetters: exp.DeadLetters}
 	rows, err := db.Query(ctx, `
-		SELECT event_type, resource_address, data_type, node, value_type, coalesce(value_text, ''), event_time_ns
-		FROM status.cne_state WHERE node = ANY ($1)`, exp.Nodes)
+		SELECT event_type, resource_address, data_type, hub, value_type, coalesce(value_text, ''), event_time_ns
+		FROM status.cne_state WHERE hub = ANY ($1)`, exp.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("read status.cne_state: %w", err)
 	}
