@@ -17,7 +17,8 @@
 // overwrites one that is newer by that order, in a unit (Merge) or in the
 // database (the upsert's WHERE). The bundle-level fence
 // (status.bundle_versions) is constant and takes equal versions, so it
-// never drops anything: the real fence is the one per key.
+// never drops anything (but a deleted node's, see TestNodeLifecycle): the
+// real fence is the one per key.
 //
 // An event is checked when it is read (Family.Bundle), so a bad one is one
 // dead letter with its reason, and its node is known; its values are

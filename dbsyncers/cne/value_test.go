@@ -10,6 +10,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/stbridge/stb/dbsyncers/cne"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -251,6 +252,18 @@ func TestDecodeNeedsHeader(t *testing.T) {
 		var reasoned deadletter.Reasoned
 		if !errors.As(err, &reasoned) || reasoned.DeadLetterReason() != deadletter.BadPayload {
 			t.Errorf("decode %.30q: %v, want a bad_payload", raw, err)
+		}
+	}
+}
+
+// Merge of anything but two payloads (a bug upstream) yields what Plan
+// refuses: the group is dead-lettered rather than a value silently lost.
+func TestMergeOfOtherPayloadsIsRefused(t *testing.T) {
+	for _, m := range []any{cne.Merge(&cne.Payload{}, "not a payload"), cne.Merge(nil, &cne.Payload{})} {
+		_, err := cne.Syncer().Plan([]*bundle.Bundle{{Hub: "n1", Type: cne.BundleType, Payload: m}})
+		var reasoned deadletter.Reasoned
+		if !errors.As(err, &reasoned) || reasoned.DeadLetterReason() != deadletter.BadPayload {
+			t.Errorf("plan of %T: %v, want a bad_payload", m, err)
 		}
 	}
 }
