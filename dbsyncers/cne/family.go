@@ -84,6 +84,11 @@ func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 	ctx := Context{Type: ev.Type(), ID: ev.ID(), Source: ev.Source(), Time: ev.Time(), Origin: ev.Origin}
 	_, node, err := Parse(ctx, ev.Data())
 	if err != nil {
+		if node != "" {
+			// The dead letter is filed under the node, where its page
+			// shows it, rather than under the event's source.
+			return &bundle.Bundle{Hub: node}, err
+		}
 		return nil, err
 	}
 	raw, err := encodeRaw(ctx, ev.Data())

@@ -127,7 +127,8 @@ type Context struct {
 
 // Parse reads an event's data into its values, one per element of values
 // in order, and returns the node they all name. Its errors are
-// *dbsyncers.PermanentError: a dead letter with a reason.
+// *dbsyncers.PermanentError: a dead letter with a reason; with a bad value
+// it still returns the node the values before it named, if any.
 //
 // Member names are matched exactly, as sdk-go's reader matches them
 // (pkg/event/event_unmarshal.go readDataValue): the O-RAN v3 names
@@ -188,7 +189,7 @@ func Parse(ctx Context, data []byte) ([]Value, string, error) {
 		return nil, "", errPayload(fmt.Errorf("%w: %v", ErrMalformedData, err))
 	}
 	if bad != nil {
-		return nil, "", errPayload(bad)
+		return nil, node, errPayload(bad) // the node of the values before the bad one, if any
 	}
 	if len(values) == 0 {
 		return nil, "", errPayload(ErrEmptyValues)

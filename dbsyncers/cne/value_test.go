@@ -267,3 +267,16 @@ func TestMergeOfOtherPayloadsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A bad event whose node is known (from the values before the bad one) is
+// dead-lettered under that node: the reader takes the hub of the bundle
+// returned with the error (transport/family.go decodeFamily).
+func TestRejectNamesTheNode(t *testing.T) {
+	a := addr("n7", cne.ResourceLockState)
+	d := `{"values":[{"ResourceAddress":"` + a + `","data_type":"notification","value_type":"enumeration","value":"LOCKED"},` +
+		`{"ResourceAddress":"` + a + `","data_type":"metric","value_type":"metric","value":"6"}]}`
+	b, err := cne.Family{}.Bundle(ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, []byte(d)))
+	if !errors.Is(err, cne.ErrUnknownValueType) || b == nil || b.Hub != "n7" {
+		t.Fatalf("bundle %+v, err %v; want an unknown value_type under node n7", b, err)
+	}
+}
