@@ -141,6 +141,10 @@ func TestBundleRejects(t *testing.T) {
 		{"not an object", `[1,2]`, false, cne.ErrMalformedData, deadletter.BadPayload},
 		{"values not an array", `{"values":{}}`, false, cne.ErrMalformedData, deadletter.BadPayload},
 		{"no address", `{"values":[{"data_type":"notification","value_type":"enumeration","value":"LOCKED"}]}`, false, cne.ErrNoAddress, deadletter.BadPayload},
+		// Names are matched exactly, as sdk-go's reader (a switch on the
+		// key) matches them; encoding/json would have taken these.
+		{"address under another case", `{"values":[{"resourceaddress":"` + a + `","data_type":"notification","value_type":"enumeration","value":"LOCKED"}]}`, false, cne.ErrNoAddress, deadletter.BadPayload},
+		{"value type under another case", `{"values":[{"ResourceAddress":"` + a + `","data_type":"notification","Value_Type":"enumeration","value":"LOCKED"}]}`, false, cne.ErrUnknownValueType, deadletter.BadPayload},
 		{"empty address", `{"values":[{"ResourceAddress":"","data_type":"notification","value_type":"enumeration","value":"LOCKED"}]}`, false, cne.ErrNoAddress, deadletter.BadPayload},
 		// O-RAN's own example addresses name no /cluster/node/ segment.
 		{"no node in the address", `{"values":[{"ResourceAddress":"/east-edge-10/Node3/sync/sync-status/sync-state","data_type":"notification","value_type":"enumeration","value":"LOCKED"}]}`, false, cne.ErrNoNode, deadletter.BadPayload},
