@@ -2,6 +2,7 @@ package cne_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/db/dbtest"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // row is one row of status.cne_state as the tests compare them.
@@ -253,5 +255,39 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	if apply(stateOf(t, "n1", "FREERUN", 3, t0.Add(time.Hour), 0, 3)) {
 		t.Fatal("an event after a delete was taken: the tombstone must keep the node out until a reset")
+	}
+}
+
+// What PostgreSQL cannot store (U+0000 in text or jsonb, invalid UTF-8)
+// is refused when read, one dead letter for the event: written, it would
+// fail the whole job of its node, every other event of it with it. A
+// backslash before u0000 that is itself escaped is text, and is stored.
+func TestNotStorableIsRefusedWhenRead(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	a := addr("n1", cne.ResourceLockState)
+	one := func(value string) string {
+		return `{"version":"1.0","values":[{"ResourceAddress":"` + a + `","data_type":"notification","value_type":"enumeration","value":` + value + `}]}`
+	}
+	redfish := func(value string) string {
+		return `{"version":"1.0","values":[{"ResourceAddress":"` + a + `","data_type":"notification","value_type":"redfish-event","value":{"Context":` + value + `}}]}`
+	}
+	for _, d := range []string{one(`"LOCKED\u0000"`), redfish(`"x\u0000y"`), redfish("\"x\xff\""), one("\"LOCK\xc3\""),
+		`{"version":"1\u0000","values":[{"ResourceAddress":"` + a + `","data_type":"metric","value_type":"decimal64.3","value":1}]}`} {
+		_, err := cne.Family{}.Bundle(ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, []byte(d)))
+		var reasoned deadletter.Reasoned
+		if !errors.As(err, &reasoned) || reasoned.DeadLetterReason() != deadletter.BadPayload {
+			t.Errorf("%q: %v, want a bad_payload", d, err)
+		}
+	}
+	e := ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, []byte(redfish(`"a\\u0000b"`)))
+	e.SetID("id\x00")
+	if _, err := (cne.Family{}).Bundle(e); !errors.Is(err, cne.ErrNotStorable) {
+		t.Errorf("an id with NUL: %v", err)
+	}
+	e.SetID("id")
+	write(t, pool, mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) }))
+	var got string
+	if err := pool.QueryRow(t.Context(), `SELECT value->>'Context' FROM status.cne_state`).Scan(&got); err != nil || got != `a\u0000b` {
+		t.Errorf("an escaped backslash before u0000: stored %q, %v", got, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
@@ -56,6 +57,7 @@ var (
 	ErrMalformedValue   = errors.New("malformed value")
 	ErrNoTime           = errors.New("event has no time: its values cannot be ordered")
 	ErrTimeRange        = errors.New("event time is outside the years 1678-2262 (nanoseconds since 1970 in 64 bits)")
+	ErrNotStorable      = errors.New("holds U+0000 or invalid UTF-8, which PostgreSQL text and jsonb cannot store")
 )
 
 // Value is one value of an event, with what its row needs from the event.
@@ -194,6 +196,13 @@ func Parse(ctx Context, data []byte) ([]Value, string, error) {
 	if len(values) == 0 {
 		return nil, "", errPayload(ErrEmptyValues)
 	}
+	// What is stored beside the values: a string PostgreSQL refuses would
+	// fail the write of every event of the node's job, not this one's.
+	for _, attr := range [...]struct{ name, s string }{{"type", ctx.Type}, {"id", ctx.ID}, {"source", ctx.Source}, {"version", version}} {
+		if !storable(attr.s) {
+			return nil, node, errPayload(fmt.Errorf("%s %.40q %w", attr.name, attr.s, ErrNotStorable))
+		}
+	}
 	ns := ctx.Time.UnixNano()
 	for i := range values {
 		v := &values[i]
@@ -299,7 +308,42 @@ func parseValue(raw []byte) (Value, error) {
 	if v.Text, err = checkValue(v.ValueType, v.Raw); err != nil {
 		return Value{}, err
 	}
+	if !storable(v.Address) || !storable(v.DataType) || !storable(v.Text) || !storableJSON(v.Raw) {
+		return Value{}, fmt.Errorf("%w: %w", ErrMalformedValue, ErrNotStorable)
+	}
 	return v, nil
+}
+
+// storable reports whether PostgreSQL can store s as text: valid UTF-8
+// without NUL.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// storableJSON reports whether PostgreSQL can store raw, valid JSON, as
+// jsonb: valid UTF-8 (JSON readers as lenient as encoding/json let invalid
+// bytes inside strings through) without a \u0000 escape, which jsonb
+// refuses. A \u0000 is an escape when an even number of backslashes
+// precedes its own.
+func storableJSON(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u0000`))
+		if j < 0 {
+			return true
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= 0 && raw[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return false
+		}
+		i = j + 1
+	}
 }
 
 // isDecimal reports whether s is a decimal number PostgreSQL's numeric
