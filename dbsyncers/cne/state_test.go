@@ -18,6 +18,7 @@ import (
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
 )
 
 // row is one row of status.cne_state as the tests compare them.
@@ -289,5 +290,24 @@ func TestNotStorableIsRefusedWhenRead(t *testing.T) {
 	var got string
 	if err := pool.QueryRow(t.Context(), `SELECT value->>'Context' FROM status.cne_state`).Scan(&got); err != nil || got != `a\u0000b` {
 		t.Errorf("an escaped backslash before u0000: stored %q, %v", got, err)
+	}
+}
+
+// A key too long for status.cne_state's index is refused when read; one
+// just short enough is stored.
+func TestLongKey(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	mk := func(addrLen int) *transport.Event {
+		a := "/cluster/node/n1/" + strings.Repeat("x", addrLen-len("/cluster/node/n1/"))
+		return ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, data("1.0", v3(a, "metric", "decimal64.3", 1)))
+	}
+	room := cne.MaxKeyBytes - len(cne.PtpStateChange) - len("metric")
+	if _, err := (cne.Family{}).Bundle(mk(room + 1)); !errors.Is(err, cne.ErrKeyTooLong) {
+		t.Fatalf("a key one byte too long: %v", err)
+	}
+	e := mk(room)
+	write(t, pool, mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) }))
+	if got := readState(t, pool); len(got) != 1 {
+		t.Fatalf("%d rows, want 1", len(got))
 	}
 }

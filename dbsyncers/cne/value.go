@@ -58,6 +58,7 @@ var (
 	ErrNoTime           = errors.New("event has no time: its values cannot be ordered")
 	ErrTimeRange        = errors.New("event time is outside the years 1678-2262 (nanoseconds since 1970 in 64 bits)")
 	ErrNotStorable      = errors.New("holds U+0000 or invalid UTF-8, which PostgreSQL text and jsonb cannot store")
+	ErrKeyTooLong       = fmt.Errorf("type, address and data type are longer than %d bytes together, more than status.cne_state's key index takes", MaxKeyBytes)
 )
 
 // Value is one value of an event, with what its row needs from the event.
@@ -197,7 +198,13 @@ func Parse(ctx Context, data []byte) ([]Value, string, error) {
 		return nil, "", errPayload(ErrEmptyValues)
 	}
 	// What is stored beside the values: a string PostgreSQL refuses would
-	// fail the write of every event of the node's job, not this one's.
+	// fail the write of every event of the node's job, not this one's. So
+	// would a key too long for its index.
+	for i := range values {
+		if n := len(ctx.Type) + len(values[i].Address) + len(values[i].DataType); n > MaxKeyBytes {
+			return nil, node, errPayload(fmt.Errorf("value %d: %w (%d)", i, ErrKeyTooLong, n))
+		}
+	}
 	for _, attr := range [...]struct{ name, s string }{{"type", ctx.Type}, {"id", ctx.ID}, {"source", ctx.Source}, {"version", version}} {
 		if !storable(attr.s) {
 			return nil, node, errPayload(fmt.Errorf("%s %.40q %w", attr.name, attr.s, ErrNotStorable))
@@ -313,6 +320,12 @@ func parseValue(raw []byte) (Value, error) {
 	}
 	return v, nil
 }
+
+// MaxKeyBytes bounds a row's key (type, address, data type): a btree
+// index entry must fit in a third of a page (2,704 bytes with 8 KiB pages;
+// PostgreSQL refuses the row with program_limit_exceeded otherwise), and
+// the upstream addresses are a few dozen bytes.
+const MaxKeyBytes = 2048
 
 // storable reports whether PostgreSQL can store s as text: valid UTF-8
 // without NUL.
