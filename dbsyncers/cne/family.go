@@ -82,7 +82,15 @@ func (Family) Owns(typ string) bool { return strings.HasPrefix(typ, TypePrefix) 
 // four to five times the data's bytes.
 func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 	ctx := Context{Type: ev.Type(), ID: ev.ID(), Source: ev.Source(), Time: ev.Time(), Origin: ev.Origin}
-	_, node, err := Parse(ctx, ev.Data())
+	data := ev.Data()
+	// A letter a worker wrote (a write that failed for good) keeps the
+	// bundle's Raw as the event's data (deadletter.Bundles); replayed from
+	// that stored copy, the event's data is after the header line. No
+	// event's own data has one: a JSON document is one value.
+	if _, rest, err := decodeRaw(data); err == nil {
+		data = rest
+	}
+	_, node, err := Parse(ctx, data)
 	if err != nil {
 		if node != "" {
 			// The dead letter is filed under the node, where its page
@@ -91,7 +99,7 @@ func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 		}
 		return nil, err
 	}
-	raw, err := encodeRaw(ctx, ev.Data())
+	raw, err := encodeRaw(ctx, data)
 	if err != nil {
 		return nil, errPayload(err)
 	}
