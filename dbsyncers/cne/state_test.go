@@ -311,3 +311,17 @@ func TestLongKey(t *testing.T) {
 		t.Fatalf("%d rows, want 1", len(got))
 	}
 }
+
+// The extreme decimals the family takes fit status.cne_state's numeric.
+func TestDecimalExtremesStored(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	a := addr("n1", cne.ResourceLockState)
+	e := ev(t, event.CloudEventsVersionV1, cne.PtpStateChange, t0, 0, 1, data("1.0",
+		v3(a, "metric", "decimal64.3", "1e-1000"), v3(a+"/max", "metric", "decimal64.3", "1.7976931348623157e308"),
+		v3(a+"/long", "metric", "decimal64.3", "-"+strings.Repeat("9", 40)+"."+strings.Repeat("1", 22))))
+	write(t, pool, mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) }))
+	var n int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.cne_state WHERE value_numeric::text = value_text::numeric::text`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d of 3 decimals stored exactly (%v)", n, err)
+	}
+}

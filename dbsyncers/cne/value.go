@@ -359,11 +359,24 @@ func storableJSON(raw []byte) bool {
 	}
 }
 
+// maxDecimalBytes and maxExponent bound a decimal's text: PostgreSQL's
+// numeric refuses a scale above 16,383 ("1e-20000" overflows it, where
+// strconv.ParseFloat reads 0), and upstream's decimals are offsets and
+// clock classes of a few digits.
+const (
+	maxDecimalBytes = 64
+	maxExponent     = 1000
+)
+
 // isDecimal reports whether s is a decimal number PostgreSQL's numeric
 // reads exactly as written: [+-]digits[.digits][e[+-]digits], digits on at
-// least one side of the point; no hexadecimal, no underscores, no NaN or
-// Infinity (which strconv.ParseFloat would take).
+// least one side of the point, at most maxDecimalBytes long with an
+// exponent of at most maxExponent; no hexadecimal, no underscores, no NaN
+// or Infinity (which strconv.ParseFloat would take).
 func isDecimal(s string) bool {
+	if len(s) > maxDecimalBytes {
+		return false
+	}
 	digits := func(i int) (int, int) {
 		n := 0
 		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
@@ -389,7 +402,11 @@ func isDecimal(s string) bool {
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
+		from := i
 		if i, n = digits(i); n == 0 {
+			return false
+		}
+		if e, err := strconv.Atoi(s[from:i]); err != nil || e > maxExponent {
 			return false
 		}
 	}

@@ -234,6 +234,9 @@ func TestDecimalText(t *testing.T) {
 		"0": true, "-5": true, "+5": true, "100.3": true, "9287556": true, "1.": true, ".5": true, "1e3": true, "1.5E-2": true, "-0.125e+10": true,
 		"": false, ".": false, "-": false, "e3": false, "1e": false, "1e+": false, "0x1p3": false, "1_000": false, "NaN": false,
 		"Inf": false, "infinity": false, " 1": false, "1 ": false, "1.2.3": false, "--1": false,
+		// numeric's scale is at most 16,383: ParseFloat reads these as 0.
+		"1e-400": true, "1e-1000": true, "1e-1001": false, "1e-20000": false, "1e+1000": false,
+		"0.000000000000000000000000000000000000000000000000000000000000001": false, // 65 bytes
 	} {
 		for _, raw := range []string{`"` + text + `"`, text} {
 			if raw == "" || (raw == text && (!json.Valid([]byte(raw)) || strings.TrimSpace(raw) != raw)) {
