@@ -5,7 +5,8 @@
 --
 -- The fence is per row: event_time_ns (the CloudEvents time in
 -- nanoseconds since 1970, which timestamptz's microseconds cannot hold),
--- then the Kafka position within one partition. event_time is the same
+-- then the Kafka position (topic, partition, offset; dbsyncers/cne
+-- Value.After). event_time is the same
 -- time for people and queries.
 CREATE TABLE status.cne_state (
 	event_type       text        NOT NULL,

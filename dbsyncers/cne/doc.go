@@ -13,7 +13,8 @@
 // /cluster/node/<node>/ segment is the conflation unit (the "hub").
 //
 // Order is per key: the event's CloudEvents time in nanoseconds, ties
-// broken by the Kafka position within one partition; a value never
+// broken by the Kafka position within one partition (and, across
+// partitions, by topic and partition: Value.After); a value never
 // overwrites one that is newer by that order, in a unit (Merge) or in the
 // database (the upsert's WHERE). The bundle-level fence
 // (status.bundle_versions) is constant and takes equal versions, so it

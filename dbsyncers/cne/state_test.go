@@ -130,9 +130,15 @@ func TestStateFence(t *testing.T) {
 	if got := readState(t, pool); got[lockNote].Text != "HOLDOVER" || got[lockNote].Offset != 13 {
 		t.Fatalf("same time, later offset: %+v", got[lockNote])
 	}
-	write(t, pool, stateOf(t, "n1", "FREERUN", 5, sec(2), 1, 99))
-	if got := readState(t, pool); got[lockNote].Text != "HOLDOVER" || got[lockNote].Partition != 0 {
-		t.Fatalf("same time, other partition: %+v", got[lockNote])
+	// Another partition at the same time: ordered by partition, whatever
+	// the offsets, the same whichever is read first.
+	write(t, pool, stateOf(t, "n1", "FREERUN", 5, sec(2), 1, 2))
+	if got := readState(t, pool); got[lockNote].Text != "FREERUN" || got[lockNote].Partition != 1 {
+		t.Fatalf("same time, a higher partition: %+v", got[lockNote])
+	}
+	write(t, pool, stateOf(t, "n1", "HOLDOVER", 7, sec(2), 0, 99))
+	if got := readState(t, pool); got[lockNote].Text != "FREERUN" || got[lockNote].Partition != 1 {
+		t.Fatalf("same time, a lower partition at a later offset: %+v", got[lockNote])
 	}
 
 	// Nanoseconds count: one nanosecond later wins.

@@ -106,8 +106,8 @@ func Merge(older, newer any) any {
 type unmergeable struct{ Older, Newer string }
 
 // upsertSQL writes the latest value of each key, unless the row holds a
-// value at least as late: a later time, or the same time and a later or
-// the same position of the same partition (Value.After). A copy read again
+// value at least as late by Value.After's order: time, then topic (in
+// bytes, as Go compares strings: COLLATE "C"), partition and offset. A copy read again
 // (a replay after a restart, a duplicate publish at the same position)
 // writes nothing; a late copy or a node whose clock stepped back writes
 // nothing until its times pass the stored one.
@@ -123,9 +123,8 @@ ON CONFLICT (event_type, resource_address, data_type) DO UPDATE SET
 	value_numeric = excluded.value_numeric, event_time = excluded.event_time, event_time_ns = excluded.event_time_ns,
 	event_id = excluded.event_id, event_source = excluded.event_source, data_version = excluded.data_version,
 	topic = excluded.topic, "partition" = excluded."partition", "offset" = excluded."offset", updated_at = now()
-WHERE excluded.event_time_ns > s.event_time_ns
-   OR (excluded.event_time_ns = s.event_time_ns AND excluded.topic = s.topic
-       AND excluded."partition" = s."partition" AND excluded."offset" > s."offset")`
+WHERE (excluded.event_time_ns, excluded.topic COLLATE "C", excluded."partition", excluded."offset")
+    > (s.event_time_ns, s.topic COLLATE "C", s."partition", s."offset")`
 
 // aliveSQL records that a node was heard from, in status.hub_heartbeats,
 // as a heartbeat bundle does for a hub: nodes send no heartbeats, and

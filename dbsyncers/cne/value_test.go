@@ -217,7 +217,8 @@ func TestAfter(t *testing.T) {
 		{"later by one nanosecond", at(1_000_000_001, 0, 1, 0), at(1_000_000_000, 0, 2, 0), true},
 		{"same time, later offset", at(1, 0, 2, 0), at(1, 0, 1, 0), true},
 		{"same time, earlier offset", at(1, 0, 1, 0), at(1, 0, 2, 0), false},
-		{"same time, other partition", at(1, 1, 9, 0), at(1, 0, 1, 0), false},
+		{"same time, higher partition", at(1, 1, 1, 0), at(1, 0, 9, 0), true},
+		{"same time, lower partition, later offset", at(1, 0, 9, 0), at(1, 1, 1, 0), false},
 		{"same message, later value", at(1, 0, 1, 1), at(1, 0, 1, 0), true},
 		{"the same", at(1, 0, 1, 0), at(1, 0, 1, 0), false},
 	} {
