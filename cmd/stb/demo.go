@@ -9,6 +9,7 @@ import (
 	"github.com/stbridge/stb/internal/demo"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 )
 
@@ -43,6 +44,16 @@ func demoCmd(ctx context.Context, args []string) error {
 		return demoWork(ctx, s, cfg, logger)
 	}
 	cfg.Sim, cfg.Logger = s.cfg, logger
+	if s.cfg.Agent == cnesim.AgentName {
+		res, err := demo.RunCNE(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		if !res.OK() {
+			return exitError{code: 1}
+		}
+		return nil
+	}
 	cfg.NewPublisher = func(brokers string) (*sim.KafkaPublisher, error) {
 		s.brokers = brokers
 		return newKafkaPublisher(s, logger.Named("simulate"))

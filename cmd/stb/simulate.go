@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -48,7 +49,7 @@ func (s *simFlags) bind(fs interface {
 	fs.IntVar(&s.cfg.Generations, "generations", 20, "rounds; in each every hub sends one bundle of each type")
 	fs.Int64Var(&s.cfg.Seed, "seed", 1, "random seed; the same seed sends the same bundles")
 	fs.Float64Var(&s.cfg.Rate, "rate", 0, "messages per second over all hubs; 0 is as fast as Kafka takes them")
-	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do; globalhub sends the multicluster global-hub agent's events (read with --profiles globalhub); work sends OCM work agents' ManifestWork statuses (read with --profiles …,work)")
+	fs.StringVar(&s.cfg.Agent, "agent", sim.AgentSTB, "agent kind: stb lists every policy in a compliance report; hoh leaves out fully compliant policies, as the hub-of-hubs agents do; globalhub sends the multicluster global-hub agent's events (read with --profiles globalhub); work sends OCM work agents' ManifestWork statuses (read with --profiles …,work); cne: nodes publishing Cloud Native Events, --hubs of them (read with --profiles …,cne)")
 	fs.Float64Var(&s.cfg.RestartProbability, "restart-probability", 0, "chance per hub and round of an agent restart (0 = default 0.05, negative = never)")
 	fs.Uint64Var(&s.cfg.FirstIncarnation, "first-incarnation", 0, "incarnation agents start with (raise it to simulate again into a database holding an earlier run)")
 	fs.StringVar(&s.cfg.Topic, "topic", "", "topic to publish to (default "+sim.DefaultTopic+"; with --agent globalhub a topic per hub, "+sim.GlobalHubTopicPrefix+"<hub>, or the shared "+sim.GlobalHubSharedTopic+" keyed by event type)")
@@ -79,6 +80,9 @@ func simulateCmd(ctx context.Context, args []string) error {
 	logger, err := newLogger("warn", "console")
 	if err != nil {
 		return err
+	}
+	if s.cfg.Agent == cnesim.AgentName {
+		return simulateCNE(ctx, s, logger)
 	}
 	start := time.Now()
 	exp, err := publishSimulation(ctx, s, logger, func(sent int) {

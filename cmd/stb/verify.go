@@ -6,6 +6,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/verify"
 )
@@ -16,6 +17,12 @@ func verifyCmd(ctx context.Context, args []string) error {
 	expected := fs.String("expected", "expected.json", "expected state written by stb simulate")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if exp, ok, err := cnesim.ReadExpected(*expected); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return verifyCNE(ctx, *url, exp)
 	}
 	wexp, isWork, err := simwork.ReadExpected(*expected)
 	if err != nil {

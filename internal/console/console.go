@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stbridge/stb/conflation"
+	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -335,6 +336,9 @@ func (c *Console) hubPage(w http.ResponseWriter, r *http.Request) {
 		data["Stored"], data["StoredErr"] = stored, err
 		rows, err := deadletter.List(ctx, c.pool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
 		data["Letters"], data["LettersErr"] = rows, err
+		// A Cloud Native Events node is a hub of its own: its rows.
+		cneRows, err := cne.LoadNode(ctx, c.pool, hub, consoleRows)
+		data["CNE"], data["CNEErr"] = cneRows, err
 	}
 	render(w, hubTmpl, data)
 }
@@ -460,6 +464,11 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 <table id="stored"><tr><th>type</th><th>version</th><th>written</th><th>from</th></tr>
 {{range .Stored}}<tr><td>{{.Type}}</td><td>{{.Version}}</td><td>{{secs .AgeSec}} ago</td><td>{{if ge .Offset 0}}{{.Topic}}/{{.Partition}}@{{.Offset}}{{else}}tombstone{{end}}</td></tr>{{else}}<tr><td colspan="4">nothing</td></tr>{{end}}
 </table>
+{{if or .CNE .CNEErr}}<h2>Cloud Native Events of this node</h2>
+{{if .CNEErr}}<p class="bad">{{.CNEErr}}</p>{{end}}
+<table id="cne"><tr><th>type</th><th>resource address</th><th>data type</th><th>value</th><th>event time</th><th>from</th></tr>
+{{range .CNE}}<tr><td>{{.Type}}</td><td>{{.Address}}</td><td>{{.DataType}}</td><td>{{.Value}} <small>{{.ValueType}}</small></td><td>{{when .Time}}</td><td>{{.Topic}}/{{.Partition}}@{{.Offset}}</td></tr>{{end}}
+</table>{{end}}
 <h2>In this bridge's memory</h2>
 {{with .Unit}}
 <table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th><th>resyncs asked</th><th>last error</th></tr>

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/dbsyncers/work"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/transport"
@@ -66,6 +67,8 @@ func All() []Profile {
 		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub},
 		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily,
 			KeyFenced: true, HubTables: work.HubTables},
+		{Name: cne.Profile, Help: "Cloud Native Events (O-RAN PTP/sync notifications)", Syncers: cne.Syncers, Family: cne.NewFamily,
+			KeyFenced: true},
 	}
 }
 

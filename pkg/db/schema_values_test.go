@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -33,6 +34,7 @@ var checkedColumns = []checkedColumn{
 	{"status.dead_letters.replay_outcome", "deadletter.ReplayOutcome", storedOutcomes(), string(deadletter.NotReplayed), true},
 	{"status.compliance.compliance", "dbsyncers.ComplianceState", stringers(dbsyncers.AllComplianceStates), "", false},
 	{"event.local_policy_events.kind", "dbsyncers.PolicyEventKind", strs(dbsyncers.AllPolicyEventKinds), "", false},
+	{"status.cne_state.value_type", "cne.ValueType", strs(cne.AllValueTypes), "", false},
 }
 
 // TestSchemaValuesMatchGo checks, on a database the migrations built,

@@ -16,6 +16,7 @@ import (
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"go.uber.org/zap"
 )
@@ -175,8 +176,12 @@ func (c Config) Validate() error {
 		if len(c.Scenarios) != 1 || c.Scenarios[0] != "catch-up" {
 			errs = append(errs, errors.New("--agent work needs --scenario catch-up (the other scenarios are STB's wire format only)"))
 		}
+	case cnesim.AgentName:
+		if len(c.Scenarios) != 1 || c.Scenarios[0] != "catch-up" {
+			errs = append(errs, errors.New("--agent cne needs --scenario catch-up (the other scenarios are STB's wire format only)"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub, simwork.Agent))
+		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s, %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub, simwork.Agent, cnesim.AgentName))
 	}
 	if c.GHSharedTopic && c.Agent != sim.AgentGlobalHub {
 		errs = append(errs, errors.New("--gh-shared-topic needs --agent globalhub"))
@@ -222,6 +227,11 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 		return err
 	}
 	partitions := c.Partitions
+	if c.Agent == cnesim.AgentName {
+		if e.reg, err = cneRegistry(); err != nil {
+			return err
+		}
+	}
 	if c.Agent == sim.AgentGlobalHub {
 		if e.reg, err = dbsyncers.ForProfiles(true, true); err != nil {
 			return err

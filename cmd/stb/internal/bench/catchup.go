@@ -9,6 +9,7 @@ import (
 
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
+	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/verify"
 )
@@ -19,8 +20,11 @@ import (
 // checked with verify.Verify once every message is done; the baseline
 // stops at --baseline-limit and its total is extrapolated.
 func benchCatchUp(ctx context.Context, e *benchEnv, res *scenarioResult) error {
-	if e.cfg.Agent == simwork.Agent {
+	switch e.cfg.Agent {
+	case simwork.Agent:
 		return e.catchUpWork(ctx, res)
+	case cnesim.AgentName:
+		return e.catchUpCNE(ctx, res)
 	}
 	return e.catchUp(ctx, res, "catchup", e.cfg.Hubs, true)
 }
