@@ -2,8 +2,6 @@ package bridge
 
 import (
 	"context"
-	"math"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -82,40 +80,4 @@ func (r *memoryReleaser) run(ctx context.Context) error {
 		last = time.Now()
 		r.release() // a full collection, then the freed pages go back, Go's and C's
 	}
-}
-
-// The Go heap's soft limit (runtime/debug.SetMemoryLimit) that holds the
-// process to its budget: peak RSS at most --max-buffered-bytes + 128 MiB
-// (DESIGN.md, issue 22). What the budget counts, the payloads held, is
-// only part of the heap; what raised RSS far above it was garbage between
-// collections (a catch-up of 10,000 hubs peaked at an 893 MiB heap with a
-// 512 MiB budget and little held), which the limit makes the collector
-// reclaim sooner. The limit leaves room for what librdkafka prefetches
-// outside the Go heap and for the runtime's and the C heap's own memory.
-const (
-	rssAllowance  = 128 << 20
-	memoryReserve = 64 << 20
-	// minMemoryLimit keeps a small budget from starving the collector.
-	minMemoryLimit = 64 << 20
-)
-
-// memoryLimit returns the Go heap's limit for a budget of buffered bytes
-// and what librdkafka may prefetch; 0 without a budget.
-func memoryLimit(budget, prefetch int64) int64 {
-	if budget <= 0 {
-		return 0
-	}
-	return max(budget+rssAllowance-prefetch-memoryReserve, minMemoryLimit)
-}
-
-// setMemoryLimit sets the Go heap's soft limit to limit unless the
-// operator set one (GOMEMLIMIT) or limit is 0, and returns what restores
-// the limit before it and the limit in force.
-func setMemoryLimit(limit int64) (restore func(), inForce int64) {
-	current := debug.SetMemoryLimit(-1)
-	if limit <= 0 || current != math.MaxInt64 {
-		return func() {}, current
-	}
-	prev := debug.SetMemoryLimit(limit)
-	return func() { debug.SetMemoryLimit(prev) }, limit
 }

@@ -2,8 +2,6 @@ package bridge
 
 import (
 	"context"
-	"math"
-	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -93,49 +91,4 @@ func TestMemoryReleaseOwned(t *testing.T) {
 			t.Fatalf("%d releases, want 1: none after run returned", n)
 		}
 	})
-}
-
-// TestMemoryLimit: the Go heap's limit leaves the budget's RSS allowance
-// to librdkafka's prefetch and a reserve, and never starves a small
-// budget.
-func TestMemoryLimit(t *testing.T) {
-	cases := []struct {
-		budget, prefetch, want int64
-	}{
-		{0, 0, 0},
-		{512 << 20, 96 << 20, 480 << 20},
-		{256 << 20, 48 << 20, 272 << 20},
-		{2 << 20, 5 << 20, minMemoryLimit},
-	}
-	for _, c := range cases {
-		if got := memoryLimit(c.budget, c.prefetch); got != c.want {
-			t.Errorf("memoryLimit(%d MiB, %d MiB) = %d MiB, want %d MiB", c.budget>>20, c.prefetch>>20, got>>20, c.want>>20)
-		}
-	}
-}
-
-// TestSetMemoryLimit: the bridge sets the limit for as long as it runs and
-// puts back what was there; a limit the operator set (GOMEMLIMIT) wins.
-func TestSetMemoryLimit(t *testing.T) {
-	before := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(before) })
-	debug.SetMemoryLimit(math.MaxInt64) // as without GOMEMLIMIT
-	restore, inForce := setMemoryLimit(300 << 20)
-	if got := debug.SetMemoryLimit(-1); got != 300<<20 || inForce != 300<<20 {
-		t.Fatalf("limit %d, in force %d; want 300 MiB", got, inForce)
-	}
-	restore()
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Fatalf("after restore: limit %d, want none", got)
-	}
-
-	debug.SetMemoryLimit(1 << 30) // as with GOMEMLIMIT=1GiB
-	restore, inForce = setMemoryLimit(300 << 20)
-	if got := debug.SetMemoryLimit(-1); got != 1<<30 || inForce != 1<<30 {
-		t.Fatalf("with the operator's limit: %d, in force %d; want theirs, 1 GiB", got, inForce)
-	}
-	restore()
-	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
-		t.Fatalf("after restore: %d, want the operator's 1 GiB", got)
-	}
 }

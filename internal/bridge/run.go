@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
@@ -85,11 +84,6 @@ func (c *component) stop(deadline context.Context) bool {
 // and a restart replays them. Run returns the error of the component that
 // failed, else that of the final commit, else nil.
 func (b *Bridge) Run(ctx context.Context) error {
-	restore, limit := setMemoryLimit(memoryLimit(b.cfg.Reader.MaxBufferedBytes, b.cfg.Reader.PrefetchBytes()))
-	defer restore()
-	if limit != math.MaxInt64 {
-		b.logger.Info("go heap limit", zap.Int64("bytes", limit))
-	}
 	var g errgroup.Group
 	failed := make(chan error, 1)
 	reader := start(&g, "reader", failed, b.reader.Run)

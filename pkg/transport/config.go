@@ -239,30 +239,12 @@ func (c Config) prefetchProperties() map[string]string {
 	if c.MaxBufferedBytes <= 0 {
 		return nil
 	}
-	queued, fetch := c.prefetch()
+	queued := min(max(c.MaxBufferedBytes/8>>10, minQueuedKBytes), maxQueuedKBytes)
+	fetch := min(max(c.MaxBufferedBytes/16, minFetchMaxBytes), maxFetchMaxBytes)
 	return map[string]string{
-		"queued.max.messages.kbytes": strconv.FormatInt(queued>>10, 10),
+		"queued.max.messages.kbytes": strconv.FormatInt(queued, 10),
 		"fetch.max.bytes":            strconv.FormatInt(fetch, 10),
 	}
-}
-
-// prefetch returns the bytes of librdkafka's consumer queue and of one
-// fetch response for the budget (prefetchProperties).
-func (c Config) prefetch() (queued, fetch int64) {
-	queued = min(max(c.MaxBufferedBytes/8>>10, minQueuedKBytes), maxQueuedKBytes) << 10
-	fetch = min(max(c.MaxBufferedBytes/16, minFetchMaxBytes), maxFetchMaxBytes)
-	return queued, fetch
-}
-
-// PrefetchBytes is the most librdkafka holds of what it prefetched for
-// the budget, outside the Go heap: its queue and one fetch response. 0
-// without a budget (librdkafka's own defaults then).
-func (c Config) PrefetchBytes() int64 {
-	if c.MaxBufferedBytes <= 0 {
-		return 0
-	}
-	queued, fetch := c.prefetch()
-	return queued + fetch
 }
 
 // consumerConfig returns the librdkafka configuration of a validated,
