@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/stbridge/stb/dbsyncers/cne"
-	"github.com/stbridge/stb/internal/bridge"
-	"github.com/stbridge/stb/internal/metricview"
-	"github.com/stbridge/stb/pkg/broker"
-	"github.com/stbridge/stb/pkg/db"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -49,47 +43,14 @@ func RunCNE(ctx context.Context, cfg Config) (*CNEResult, error) {
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Out, "demo: "+format+"\n", a...) }
 
-	demoURL, err := db.Recreate(ctx, cfg.DatabaseURL, cfg.DatabaseName)
-	if err != nil {
-		return nil, fmt.Errorf("database: %w (is PostgreSQL running? `make demo` starts it)", err)
-	}
-	say("database %s", db.RedactURL(demoURL))
-	dir, err := os.MkdirTemp("", "stb-demo-kafka-")
+	st, err := startStage(ctx, stageConfig{DatabaseURL: cfg.DatabaseURL, DatabaseName: cfg.DatabaseName,
+		HTTPAddr: cfg.HTTPAddr, AdminAddr: cfg.AdminAddr, Topics: []string{scfg.Topic}, Partitions: cfg.Partitions,
+		Profiles: []string{"stb", cne.Profile}, Console: "a node's page: /hub?name=NODE", Logger: cfg.Logger}, say)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	brk, err := broker.Start(broker.Config{DataDir: dir, Topics: []string{scfg.Topic}, Partitions: int32(cfg.Partitions)}, cfg.Logger)
-	if err != nil {
-		return nil, err
-	}
-	defer brk.Close()
-	say("kafka broker %s (kfake, topic %s of %d partitions)", brk.Addr(), scfg.Topic, cfg.Partitions)
-
-	bcfg := bridge.DefaultConfig()
-	bcfg.Reader.Brokers, bcfg.Reader.Topics, bcfg.DatabaseURL = brk.Addr(), []string{scfg.Topic}, demoURL
-	bcfg.HTTPAddr, bcfg.AdminAddr, bcfg.Committer.Interval, bcfg.Reader.GroupID = cfg.HTTPAddr, cfg.AdminAddr, time.Second, "stb-demo"
-	bcfg.Profiles = []string{"stb", cne.Profile}
-	b, err := bridge.New(ctx, bcfg, bridge.Deps{Logger: cfg.Logger})
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	pool, err := db.Connect(ctx, demoURL, 2)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	bctx, stopBridge := context.WithCancel(context.Background())
-	bridgeDone := make(chan error, 1)
-	go func() { bridgeDone <- b.Run(bctx) }()
-	defer func() {
-		stopBridge()
-		<-bridgeDone
-	}()
-	if a := b.AdminAddr(); a != "" {
-		say("console http://%s/  (a node's page: /hub?name=NODE)", a)
-	}
+	defer st.close()
+	pool, brk := st.pool, st.broker
 
 	say("%d nodes publishing Cloud Native Events, %d rounds (restarts, duplicates, late copies, clock steps back, bad events)", scfg.Nodes, scfg.Rounds)
 	pub, err := cnesim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brk.Addr()}, cfg.Logger.Named("simulate"))
@@ -97,59 +58,25 @@ func RunCNE(ctx context.Context, cfg Config) (*CNEResult, error) {
 		return nil, err
 	}
 	defer pub.Close()
-	var sent atomic.Int64
-	type simResult struct {
-		exp *cnesim.Expected
-		err error
-	}
-	simDone := make(chan simResult, 1)
-	simCtx, stopSim := context.WithCancel(ctx)
-	defer func() {
-		stopSim()
-		if simDone != nil {
-			<-simDone
-		}
-	}()
-	go func() {
-		exp, err := cnesim.Run(simCtx, scfg, pub, func(n int) { sent.Store(int64(n)) })
-		simDone <- simResult{exp, err}
-	}()
-
-	start := time.Now()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	res := &CNEResult{}
-	var deadline time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return res, errors.New("interrupted")
-		case r := <-simDone:
-			simDone = nil
-			if r.err != nil {
-				return res, fmt.Errorf("simulate: %w", r.err)
+	res.Expected, _, err = follow(ctx, st, cfg.Out, cfg.Timeout,
+		func(ctx context.Context, sent func(int)) (*cnesim.Expected, int, error) {
+			exp, err := cnesim.Run(ctx, scfg, pub, sent)
+			if err != nil {
+				return nil, 0, err
 			}
-			res.Expected = r.exp
-			deadline = time.Now().Add(cfg.Timeout)
-			say("all %d messages published after %.1fs; waiting for the database to catch up", r.exp.Messages, time.Since(start).Seconds())
-			continue
-		case <-tick.C:
-		}
-		m, st := metricview.Gather(b.Gatherer()), b.Stats()
-		published := sent.Load()
-		fmt.Fprintf(cfg.Out, "[%4.0fs] sent %7d | read %7d | written %7.0f | committed lag %6d | dead letters %.0f\n",
-			time.Since(start).Seconds(), published, st.Read,
-			m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"}), max(0, published-st.Committed()),
-			m.Sum("stb_transport_rejected_total", nil)+m.Sum("stb_dispatcher_dead_letters_total", nil))
-		if res.Expected == nil {
-			continue
-		}
-		if res.Report, err = cnesim.Verify(ctx, pool, res.Expected); err != nil {
-			return res, err
-		}
-		if (res.Report.OK() && st.Committed() >= int64(res.Expected.Messages)) || time.Now().After(deadline) {
-			break
-		}
+			return exp, exp.Messages, nil
+		},
+		func(e *cnesim.Expected, after time.Duration) {
+			say("all %d messages published after %.1fs; waiting for the database to catch up", e.Messages, after.Seconds())
+		},
+		func(ctx context.Context, e *cnesim.Expected) (bool, error) {
+			var err error
+			res.Report, err = cnesim.Verify(ctx, pool, e)
+			return err == nil && res.Report.OK(), err
+		})
+	if err != nil {
+		return res, err
 	}
 	e := res.Expected
 	say("sent %d messages: %d restarts, %d clock steps back, %d duplicates, %d late copies, %d values behind their key's latest, %d bad events",

@@ -17,7 +17,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -25,11 +24,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/internal/humanize"
 	"github.com/stbridge/stb/internal/metricview"
-	"github.com/stbridge/stb/pkg/broker"
-	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/verify"
 )
@@ -134,57 +130,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Out, "demo: "+format+"\n", a...) }
 
-	// 1. A fresh database.
-	demoURL, err := db.Recreate(ctx, cfg.DatabaseURL, cfg.DatabaseName)
-	if err != nil {
-		return nil, fmt.Errorf("database: %w (is PostgreSQL running? `make demo` starts it)", err)
-	}
-	say("database %s", db.RedactURL(demoURL))
-
-	// 2. The embedded broker, its log in a temporary directory.
-	dir, err := os.MkdirTemp("", "stb-demo-kafka-")
+	// 1–3. A fresh database, the embedded broker, the bridge.
+	st, err := startStage(ctx, stageConfig{DatabaseURL: cfg.DatabaseURL, DatabaseName: cfg.DatabaseName,
+		HTTPAddr: cfg.HTTPAddr, AdminAddr: cfg.AdminAddr, Topics: topics, Partitions: partitions,
+		Console: "units at /debug/units", Logger: cfg.Logger}, say)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	brk, err := broker.Start(broker.Config{DataDir: dir, Topics: topics, Partitions: int32(partitions)}, cfg.Logger)
-	if err != nil {
-		return nil, err
-	}
-	defer brk.Close()
-	what := fmt.Sprintf("topic %s", topics[0])
-	if len(topics) > 1 {
-		what = fmt.Sprintf("%d topics", len(topics))
-	}
-	say("kafka broker %s (kfake, %s of %d partitions, data in %s)", brk.Addr(), what, partitions, dir)
-
-	// 3. The bridge.
-	bcfg := bridge.DefaultConfig()
-	bcfg.Reader.Brokers, bcfg.Reader.Topics, bcfg.DatabaseURL = brk.Addr(), topics, demoURL
-	bcfg.HTTPAddr, bcfg.AdminAddr, bcfg.Committer.Interval, bcfg.Reader.GroupID = cfg.HTTPAddr, cfg.AdminAddr, time.Second, "stb-demo"
-	b, err := bridge.New(ctx, bcfg, bridge.Deps{Logger: cfg.Logger})
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	pool, err := db.Connect(ctx, demoURL, 2)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	bctx, stopBridge := context.WithCancel(context.Background())
-	bridgeDone := make(chan error, 1)
-	go func() { bridgeDone <- b.Run(bctx) }()
-	defer func() {
-		stopBridge()
-		<-bridgeDone
-	}()
-	if a := b.AdminAddr(); a != "" {
-		say("console http://%s/  (units at /debug/units)", a)
-	}
-	if cfg.HTTPAddr != "" {
-		say("metrics http://%s/metrics", b.HTTPAddr())
-	}
+	defer st.close()
+	b, pool, brk := st.bridge, st.pool, st.broker
 
 	// 4. The hubs publish while the bridge reads.
 	say("%d hubs × %d clusters, %d rounds at %.0f msg/s", s.Hubs, s.Clusters, s.Generations, s.Rate)

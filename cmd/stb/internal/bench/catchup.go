@@ -7,10 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
+	"github.com/stbridge/stb/pkg/transport"
 	"github.com/stbridge/stb/pkg/verify"
 )
 
@@ -71,33 +74,17 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 	}
 
 	// c: reading alone, decoding nothing.
-	raw, err := readRaw(ctx, e.brokers, []string{read}, e.group(name+"_raw"), total,
-		func(n int64, el time.Duration) {
-			e.out.progress("catch-up/raw read [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
-		})
-	e.out.done()
+	raw, err := e.rawCeiling(ctx, res, []string{read}, e.group(name+"_raw"), total)
 	if err != nil {
 		return err
 	}
-	res.row("c", "raw read ceiling").
-		set("time", "seconds", raw.Elapsed.Seconds(), secs(raw.Elapsed)).
-		set("messages/s", "messagesPerSecond", float64(raw.Messages)/raw.Elapsed.Seconds(), perSecond(float64(raw.Messages), raw.Elapsed)).
-		Note = "librdkafka polling, every value and header touched, nothing decoded"
 
 	// c: reading and decoding, keeping the final state for the pgx ceiling.
 	st := newFinalState(e.reg)
-	rd, err := readAndDecode(ctx, e.brokers, []string{read}, e.group(name+"_read"), total, e.decoder(0), st,
-		func(n int64, el time.Duration) {
-			e.out.progress("catch-up/read+decode [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
-		})
-	e.out.done()
+	rd, err := e.readDecodeCeiling(ctx, res, []string{read}, e.group(name+"_read"), total, e.decoder(0), st, "")
 	if err != nil {
 		return err
 	}
-	res.row("c", "read+decode ceiling").
-		set("time", "seconds", rd.Elapsed.Seconds(), secs(rd.Elapsed)).
-		set("messages/s", "messagesPerSecond", float64(rd.Messages)/rd.Elapsed.Seconds(), perSecond(float64(rd.Messages), rd.Elapsed)).
-		Note = fmt.Sprintf("%.0f MiB of data; first message after %s (group join)", float64(rd.Bytes)/(1<<20), secs(rd.FirstMessage))
 
 	// c: the final state written straight through the handlers.
 	pgxRes, pgxRows, pgxOK, err := e.pgxCeiling(ctx, name+"_pgx", exp, st)
@@ -344,4 +331,56 @@ func formatByType(written map[string]float64, sent map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %s/%s", t, thousands(int64(written[t])), thousands(int64(sent[t]))))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rawCeiling reads total messages of topics in a group of its own,
+// polling and touching every value and header but decoding nothing, and
+// adds its row: what reading alone costs.
+func (e *benchEnv) rawCeiling(ctx context.Context, res *scenarioResult, topics []string, group string, total int64) (readResult, error) {
+	raw, err := readRaw(ctx, e.brokers, topics, group, total,
+		func(n int64, el time.Duration) {
+			e.out.progress("catch-up/raw read [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
+		})
+	e.out.done()
+	if err != nil {
+		return raw, err
+	}
+	res.row("c", "raw read ceiling").
+		set("time", "seconds", raw.Elapsed.Seconds(), secs(raw.Elapsed)).
+		set("messages/s", "messagesPerSecond", float64(raw.Messages)/raw.Elapsed.Seconds(), perSecond(float64(raw.Messages), raw.Elapsed)).
+		Note = "librdkafka polling, every value and header touched, nothing decoded"
+	return raw, nil
+}
+
+// readDecodeCeiling reads total messages of topics in a group of its own
+// and decodes them with dec, keeping the final state in keep when it is
+// not nil, and adds its row (with note, when given, before the figures):
+// what reading costs when it must look into everything.
+func (e *benchEnv) readDecodeCeiling(ctx context.Context, res *scenarioResult, topics []string, group string, total int64,
+	dec decoder, keep *finalState, note string) (readResult, error) {
+	rd, err := readAndDecode(ctx, e.brokers, topics, group, total, dec, keep,
+		func(n int64, el time.Duration) {
+			e.out.progress("catch-up/read+decode [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
+		})
+	e.out.done()
+	if err != nil {
+		return rd, err
+	}
+	if note != "" {
+		note += "; "
+	}
+	res.row("c", "read+decode ceiling").
+		set("time", "seconds", rd.Elapsed.Seconds(), secs(rd.Elapsed)).
+		set("messages/s", "messagesPerSecond", float64(rd.Messages)/rd.Elapsed.Seconds(), perSecond(float64(rd.Messages), rd.Elapsed)).
+		Note = fmt.Sprintf("%s%.0f MiB of data; first message after %s (group join)", note, float64(rd.Bytes)/(1<<20), secs(rd.FirstMessage))
+	return rd, nil
+}
+
+// familyDecoder decodes as a reader with family f on does (and then as a
+// worker does, readAndDecode's part).
+func (e *benchEnv) familyDecoder(f transport.Family) decoder {
+	families := []transport.Family{f}
+	return decoder{rules: e.rules(0), decode: func(msg *kafka.Message, rules transport.Rules, at time.Time) (*bundle.Bundle, *transport.Reject) {
+		return transport.DecodeProfiles(msg, rules, nil, families, at)
+	}}
 }

@@ -11,7 +11,6 @@ import (
 
 	wf "github.com/stbridge/stb/dbsyncers/work"
 	"github.com/stbridge/stb/internal/profiles"
-	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
@@ -62,38 +61,17 @@ func (e *benchEnv) catchUpWork(ctx context.Context, res *scenarioResult) error {
 	res.note("backlog: %s statuses of %d clusters' works (binary mode, keyed <originalsource>@<cluster>), produced in %s before any variant reads",
 		thousands(total), len(exp.Clusters), time.Since(start).Round(time.Second))
 
-	raw, err := readRaw(ctx, e.brokers, []string{topic}, e.group("stb_bench_work_raw"), total,
-		func(n int64, el time.Duration) {
-			e.out.progress("catch-up/raw read [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
-		})
-	e.out.done()
+	raw, err := e.rawCeiling(ctx, res, []string{topic}, e.group("stb_bench_work_raw"), total)
 	if err != nil {
 		return err
 	}
-	res.row("c", "raw read ceiling").
-		set("time", "seconds", raw.Elapsed.Seconds(), secs(raw.Elapsed)).
-		set("messages/s", "messagesPerSecond", float64(raw.Messages)/raw.Elapsed.Seconds(), perSecond(float64(raw.Messages), raw.Elapsed)).
-		Note = "librdkafka polling, every value and header touched, nothing decoded"
-
 	// Read and decode as the reader does with the work family on, then
 	// decode each payload as a worker does.
-	fams := []transport.Family{wf.NewFamily()}
-	dec := decoder{rules: e.rules(0), decode: func(m *kafka.Message, r transport.Rules, at time.Time) (*bundle.Bundle, *transport.Reject) {
-		return transport.DecodeProfiles(m, r, nil, fams, at)
-	}}
 	st := newFinalState(e.reg)
-	rd, err := readAndDecode(ctx, e.brokers, []string{topic}, e.group("stb_bench_work_read"), total, dec, st,
-		func(n int64, el time.Duration) {
-			e.out.progress("catch-up/read+decode [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
-		})
-	e.out.done()
+	rd, err := e.readDecodeCeiling(ctx, res, []string{topic}, e.group("stb_bench_work_read"), total, e.familyDecoder(wf.NewFamily()), st, "")
 	if err != nil {
 		return err
 	}
-	res.row("c", "read+decode ceiling").
-		set("time", "seconds", rd.Elapsed.Seconds(), secs(rd.Elapsed)).
-		set("messages/s", "messagesPerSecond", float64(rd.Messages)/rd.Elapsed.Seconds(), perSecond(float64(rd.Messages), rd.Elapsed)).
-		Note = fmt.Sprintf("%.0f MiB of data; first message after %s (group join)", float64(rd.Bytes)/(1<<20), secs(rd.FirstMessage))
 
 	// The final state straight through the handler.
 	url, err := e.freshDB(ctx, "stb_bench_work_pgx")

@@ -7,12 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/internal/profiles"
-	"github.com/stbridge/stb/pkg/bundle"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -58,35 +55,15 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 		thousands(total), nodes, exp.Restarts, exp.ClockSteps, exp.Duplicates, exp.LateCopies, thousands(int64(exp.Behind)),
 		thousands(int64(len(exp.Rows))), time.Since(start).Round(time.Second))
 
-	raw, err := readRaw(ctx, e.brokers, []string{topic}, e.group("stb_bench_cne_raw"), total,
-		func(n int64, el time.Duration) {
-			e.out.progress("catch-up/raw read [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
-		})
-	e.out.done()
+	raw, err := e.rawCeiling(ctx, res, []string{topic}, e.group("stb_bench_cne_raw"), total)
 	if err != nil {
 		return err
 	}
-	res.row("c", "raw read ceiling").
-		set("time", "seconds", raw.Elapsed.Seconds(), secs(raw.Elapsed)).
-		set("messages/s", "messagesPerSecond", float64(raw.Messages)/raw.Elapsed.Seconds(), perSecond(float64(raw.Messages), raw.Elapsed)).
-		Note = "librdkafka polling, every value and header touched, nothing decoded"
-
-	families := []transport.Family{cne.NewFamily()}
-	dec := decoder{rules: e.rules(0), decode: func(msg *kafka.Message, rules transport.Rules, at time.Time) (*bundle.Bundle, *transport.Reject) {
-		return transport.DecodeProfiles(msg, rules, nil, families, at)
-	}}
-	rd, err := readAndDecode(ctx, e.brokers, []string{topic}, e.group("stb_bench_cne_read"), total, dec, nil,
-		func(n int64, el time.Duration) {
-			e.out.progress("catch-up/read+decode [%5.1fs] read %s/%s", el.Seconds(), thousands(n), thousands(total))
-		})
-	e.out.done()
+	rd, err := e.readDecodeCeiling(ctx, res, []string{topic}, e.group("stb_bench_cne_read"), total, e.familyDecoder(cne.NewFamily()), nil,
+		"the family checks every event as the reader does, then decodes it as a worker does")
 	if err != nil {
 		return err
 	}
-	res.row("c", "read+decode ceiling").
-		set("time", "seconds", rd.Elapsed.Seconds(), secs(rd.Elapsed)).
-		set("messages/s", "messagesPerSecond", float64(rd.Messages)/rd.Elapsed.Seconds(), perSecond(float64(rd.Messages), rd.Elapsed)).
-		Note = fmt.Sprintf("the family checks every event as the reader does, then decodes it as a worker does; %.0f MiB of data", float64(rd.Bytes)/(1<<20))
 
 	const label = "catch-up/stb"
 	bb, err := e.startBridge(ctx, variantOpts{label: label, conflation: true, topics: []string{topic}, db: "stb_bench_cne_stb"})
