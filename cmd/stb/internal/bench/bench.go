@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
@@ -38,14 +39,16 @@ type Config struct {
 	// GHSharedTopic makes the global-hub agents publish to one shared
 	// topic of Partitions partitions (a Kafka of one's own: gh-status),
 	// keyed by event type, instead of a topic of one partition per hub.
-	GHSharedTopic  bool
-	Duration       time.Duration
-	BaselineLimit  time.Duration
-	Timeout        time.Duration
-	Out            string
-	DatabaseURL    string
-	DataDir        string
-	PoolSize       int
+	GHSharedTopic bool
+	Duration      time.Duration
+	BaselineLimit time.Duration
+	Timeout       time.Duration
+	Out           string
+	DatabaseURL   string
+	DataDir       string
+	PoolSize      int
+	// BatchWait is the bridge variants' --batch-wait.
+	BatchWait      time.Duration
 	Partitions     int
 	Seed           int64
 	SteadyRate     float64
@@ -79,6 +82,7 @@ func DefaultConfig() Config {
 		Out:            "bench-results.json",
 		DatabaseURL:    db.DefaultURL,
 		PoolSize:       bridge.DefaultPoolSize(),
+		BatchWait:      dispatcher.DefaultBatchWait,
 		Partitions:     8,
 		Seed:           1,
 		SteadyRate:     1000,
@@ -188,6 +192,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBufferedBytes < 0 {
 		errs = append(errs, errors.New("--max-buffered-bytes must not be negative"))
+	}
+	if c.BatchWait < 0 {
+		errs = append(errs, errors.New("--batch-wait must not be negative"))
 	}
 	if c.PoolSize < 1 || c.Partitions < 1 || c.Repeat < 1 || c.PoisonMessages < 1 {
 		errs = append(errs, errors.New("--db-pool-size, --partitions, --repeat and --poison-messages must be positive"))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
@@ -54,6 +55,7 @@ func TestValidate(t *testing.T) {
 		"no hubs":                          func(c *Config) { c.Hubs = 0 },
 		"short duration":                   func(c *Config) { c.Duration = 0 },
 		"no pool":                          func(c *Config) { c.PoolSize = 0 },
+		"negative batch wait":              func(c *Config) { c.BatchWait = -time.Millisecond },
 		"no poison messages":               func(c *Config) { c.PoisonMessages = 0 },
 		"negative overload":                func(c *Config) { c.OverloadRate = -1 },
 		"unknown agent":                    func(c *Config) { c.Agent = "hub-of-hubs" },
