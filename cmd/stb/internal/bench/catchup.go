@@ -384,3 +384,24 @@ func (e *benchEnv) familyDecoder(f transport.Family) decoder {
 		return transport.DecodeProfiles(msg, rules, nil, families, at)
 	}}
 }
+
+// familyVariant runs a family's bridge variant (o) over a backlog of total
+// messages until check finds the family's final state, then stops it; last,
+// when set, reads what it needs of the database before the bridge stops.
+// The result carries the variant's peak.
+func (e *benchEnv) familyVariant(ctx context.Context, o variantOpts, total int64, check stateCheck,
+	last func(ctx context.Context, bb *benchBridge) error) (catchUpResult, error) {
+	bb, err := e.startBridge(ctx, o)
+	if err != nil {
+		return catchUpResult{}, err
+	}
+	a, err := e.waitCaughtUp(ctx, bb, total, 0, check)
+	if err == nil && last != nil {
+		err = last(ctx, bb)
+	}
+	if stopErr := bb.stop(); err == nil && stopErr != nil {
+		err = fmt.Errorf("%s: %w", o.label, stopErr)
+	}
+	a.Peak = bb.peak()
+	return a, err
+}

@@ -107,22 +107,14 @@ func (e *benchEnv) catchUpWork(ctx context.Context, res *scenarioResult) error {
 		Note = fmt.Sprintf("%d clusters, a transaction per cluster's statuses, %d workers", pgxRes.Transactions, e.cfg.PoolSize)
 
 	// a: the bridge.
-	label := "catch-up/stb"
-	bb, err := e.startBridge(ctx, variantOpts{label: label, conflation: true, topics: []string{topic}, db: "stb_bench_work_stb", profiles: workProfiles})
-	if err != nil {
-		return err
-	}
-	a, err := e.waitCaughtUp(ctx, bb, total, 0, func(ctx context.Context, bb *benchBridge) (bool, string, error) {
-		rep, err := simwork.Verify(ctx, bb.pool, exp)
-		if err != nil {
-			return false, "", err
-		}
-		return rep.OK(), strings.ReplaceAll(rep.Summary(), "\n", "; "), nil
-	})
-	if stopErr := bb.stop(); err == nil && stopErr != nil {
-		err = fmt.Errorf("%s: %w", label, stopErr)
-	}
-	a.Peak = bb.peak()
+	a, err := e.familyVariant(ctx, variantOpts{label: "catch-up/stb", conflation: true, topics: []string{topic}, db: "stb_bench_work_stb", profiles: workProfiles}, total,
+		func(ctx context.Context, bb *benchBridge) (bool, string, error) {
+			rep, err := simwork.Verify(ctx, bb.pool, exp)
+			if err != nil {
+				return false, "", err
+			}
+			return rep.OK(), strings.ReplaceAll(rep.Summary(), "\n", "; "), nil
+		}, nil)
 	if err != nil {
 		return err
 	}

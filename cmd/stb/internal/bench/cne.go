@@ -65,26 +65,18 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 		return err
 	}
 
-	const label = "catch-up/stb"
-	bb, err := e.startBridge(ctx, variantOpts{label: label, conflation: true, topics: []string{topic}, db: "stb_bench_cne_stb"})
-	if err != nil {
-		return err
-	}
-	a, err := e.waitCaughtUp(ctx, bb, total, 0, func(ctx context.Context, bb *benchBridge) (bool, string, error) {
-		rep, err := cnesim.Verify(ctx, bb.pool, exp)
-		if err != nil {
-			return false, "", err
-		}
-		return rep.OK(), strings.ReplaceAll(rep.Summary(), "\n", "; "), nil
-	})
 	var rows int64
-	if err == nil {
-		err = bb.pool.QueryRow(ctx, `SELECT count(*) FROM status.cne_state`).Scan(&rows)
-	}
-	if stopErr := bb.stop(); err == nil && stopErr != nil {
-		err = fmt.Errorf("%s: %w", label, stopErr)
-	}
-	a.Peak = bb.peak()
+	a, err := e.familyVariant(ctx, variantOpts{label: "catch-up/stb", conflation: true, topics: []string{topic}, db: "stb_bench_cne_stb"}, total,
+		func(ctx context.Context, bb *benchBridge) (bool, string, error) {
+			rep, err := cnesim.Verify(ctx, bb.pool, exp)
+			if err != nil {
+				return false, "", err
+			}
+			return rep.OK(), strings.ReplaceAll(rep.Summary(), "\n", "; "), nil
+		},
+		func(ctx context.Context, bb *benchBridge) error {
+			return bb.pool.QueryRow(ctx, `SELECT count(*) FROM status.cne_state`).Scan(&rows)
+		})
 	if err != nil {
 		return err
 	}
