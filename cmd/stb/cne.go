@@ -62,11 +62,5 @@ func verifyCNE(ctx context.Context, url string, exp *cnesim.Expected) error {
 	if err != nil {
 		return err
 	}
-	if !rep.OK() {
-		fmt.Println("verify: MISMATCH")
-		fmt.Println(rep.Summary())
-		return exitError{code: 1}
-	}
-	fmt.Printf("verify: ok: cne: %d nodes, %d rows, %d dead letters match\n", rep.Nodes, rep.Rows, rep.DeadLetters)
-	return nil
+	return verified(rep.OK(), rep.Summary(), fmt.Sprintf("cne: %d nodes, %d rows, %d dead letters match", rep.Nodes, rep.Rows, rep.DeadLetters))
 }

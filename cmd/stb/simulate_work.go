@@ -100,13 +100,7 @@ func verifyWork(ctx context.Context, db simwork.Querier, exp *simwork.Expected) 
 	if err != nil {
 		return err
 	}
-	if !rep.OK() {
-		fmt.Println("verify: MISMATCH")
-		fmt.Print(rep.Summary())
-		return exitError{code: 1}
-	}
-	fmt.Printf("verify: ok: %d works of %d clusters match (fence, tombstones, status hashes)\n", rep.Rows, len(exp.Clusters))
-	return nil
+	return verified(rep.OK(), rep.Summary(), fmt.Sprintf("%d works of %d clusters match (fence, tombstones, status hashes)", rep.Rows, len(exp.Clusters)))
 }
 
 // demoWork is `stb demo --agent work`: cfg's database, listeners and

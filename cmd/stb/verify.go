@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
@@ -46,11 +47,18 @@ func verifyCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !rep.OK() {
+	return verified(rep.OK(), rep.Summary(), fmt.Sprintf("%d hubs, %d versions, %d managed clusters match", rep.Hubs, rep.Versions, rep.Clusters))
+}
+
+// verified prints what `stb verify` found, every profile's the same way:
+// "verify: ok: " and what matched, or MISMATCH and the summary of what
+// differs, with exit status 1.
+func verified(ok bool, summary, matched string) error {
+	if !ok {
 		fmt.Println("verify: MISMATCH")
-		fmt.Println(rep.Summary())
+		fmt.Println(strings.TrimRight(summary, "\n"))
 		return exitError{code: 1}
 	}
-	fmt.Printf("verify: ok: %d hubs, %d versions, %d managed clusters match\n", rep.Hubs, rep.Versions, rep.Clusters)
+	fmt.Println("verify: ok: " + matched)
 	return nil
 }
