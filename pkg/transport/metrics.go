@@ -27,6 +27,7 @@ type metrics struct {
 	outOfRange  prometheus.Counter
 	resumes     prometheus.Counter
 	paused      prometheus.Gauge
+	handoffs    prometheus.Counter
 }
 
 // newMetrics builds the collectors and registers them with reg; a nil reg
@@ -69,6 +70,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "stb_transport_paused_partitions",
 			Help: "Partitions paused by backpressure now.",
 		}),
+		handoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "stb_transport_handoffs_total",
+			Help: "Batches of polled messages the poll loop handed to the decoding goroutine: messages read divided by it is how many each wake-up carried.",
+		}),
 		kafkaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_kafka_errors_total",
 			Help: "Errors reported by the Kafka client, by librdkafka error code.",
@@ -86,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.skipped, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange} {
+	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.skipped, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange, m.handoffs} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -176,11 +176,19 @@ type Reader struct {
 	// The poll loop registers each message with its partition and hands
 	// it to the decoding goroutine through decodeQ, so that polling
 	// (librdkafka copying messages into Go) and decoding run on two cores.
-	// pending counts messages sent and not yet decoded and handed on:
-	// Add on the poll loop, Wait under runMu (the revocation), Done on the
-	// decoding goroutine. queuedBytes is their data, counted by
-	// backpressure like the bytes the units hold.
-	decodeQ     chan polled
+	// It hands them on in batches: batch collects what Poll returns
+	// without waiting and goes when Poll finds nothing more or it is full,
+	// so a backlog costs one channel send and one wake-up per batch, not
+	// per message, and a message that arrives alone waits for one Poll
+	// that returns at once. free returns the decoded batches for reuse.
+	// pending counts batches sent and not yet decoded and handed on: Add
+	// on the poll loop, Wait under runMu (the revocation, after a flush),
+	// Done on the decoding goroutine. queuedBytes is the data of every
+	// message polled and not yet decoded, counted by backpressure like the
+	// bytes the units hold.
+	decodeQ     chan []polled
+	free        chan []polled
+	batch       []polled
 	pending     sync.WaitGroup
 	queuedBytes atomic.Int64
 
@@ -210,10 +218,15 @@ type polled struct {
 	tc  *topicCounters
 }
 
-// decodeQueueLength bounds the messages between the poll loop and the
-// decoding goroutine: enough to ride out a slow message, few enough that
-// their bytes stay small next to --max-buffered-bytes.
-const decodeQueueLength = 256
+// handoffBatch is the most messages the poll loop hands on at once, and
+// decodeQueueBatches the most batches between the poll loop and the
+// decoding goroutine: 256 messages in all, enough to ride out a slow
+// message, few enough that their bytes stay small next to
+// --max-buffered-bytes.
+const (
+	handoffBatch       = 64
+	decodeQueueBatches = 4
+)
 
 type partitionKey struct {
 	topic     string
@@ -316,22 +329,31 @@ func (r *Reader) Run(ctx context.Context) error {
 	r.logger.Info("reading", zap.Strings("topics", r.cfg.Topics), zap.String("group", r.cfg.GroupID),
 		zap.String("clusterId", id))
 
-	r.decodeQ = make(chan polled, decodeQueueLength)
+	r.decodeQ = make(chan []polled, decodeQueueBatches)
+	r.free = make(chan []polled, decodeQueueBatches+1)
+	r.batch = make([]polled, 0, handoffBatch)
 	decoded := make(chan struct{})
 	go func() {
 		defer close(decoded)
 		r.decodeLoop(ctx)
 	}()
-	// Everything polled is decoded and handed on before Run returns.
+	// Everything polled is decoded and handed on before Run returns
+	// (unless ctx ended: see handOff).
 	defer func() {
+		r.handOff(ctx)
 		close(r.decodeQ)
 		<-decoded
 	}()
 
 	pollMs := int(r.cfg.PollTimeout.Milliseconds())
 	for ctx.Err() == nil && !r.closing.Load() && r.fatal == nil {
-		switch ev := r.consumer.Poll(pollMs).(type) {
+		wait := pollMs
+		if len(r.batch) > 0 {
+			wait = 0 // take what is ready; hand the batch on when nothing is
+		}
+		switch ev := r.consumer.Poll(wait).(type) {
 		case nil:
+			r.handOff(ctx)
 		case *kafka.Message:
 			if ev.TopicPartition.Error != nil {
 				r.kafkaError(ev.TopicPartition.Error, zap.Stringer("partition", ev.TopicPartition))
@@ -422,9 +444,9 @@ func (r *Reader) fetchClusterID(ctx context.Context) (string, error) {
 	}
 }
 
-// handle registers one message with its partition and queues it for the
-// decoding goroutine. It runs on the poll loop for every message: no
-// logging and no allocation.
+// handle registers one message with its partition and adds it to the
+// batch for the decoding goroutine. It runs on the poll loop for every
+// message: no logging and no allocation.
 func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 	r.read.Add(1)
 	tp := msg.TopicPartition
@@ -452,27 +474,64 @@ func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 		tc = r.metrics.forTopic(r.labels.Label(topic))
 		r.topics[topic] = tc
 	}
-	size := int64(len(msg.Value))
-	r.pending.Add(1)
-	r.queuedBytes.Add(size)
-	select {
-	case r.decodeQ <- polled{msg, p, tc}:
-	case <-ctx.Done():
-		// Stopping: the message stays read and not done, so the committed
-		// position stays before it and a restart reads it again.
-		r.queuedBytes.Add(-size)
-		r.pending.Done()
+	r.queuedBytes.Add(int64(len(msg.Value)))
+	r.batch = append(r.batch, polled{msg, p, tc})
+	if len(r.batch) == handoffBatch {
+		r.handOff(ctx)
 	}
+}
+
+// handOff sends the batch to the decoding goroutine and starts a new one.
+// It runs on the poll loop (and in the rebalance callback, which runs
+// inside Poll). When ctx ends first the batch is dropped: its messages
+// stay read and not done, so the committed position stays before them
+// and a restart reads them again.
+func (r *Reader) handOff(ctx context.Context) {
+	if len(r.batch) == 0 {
+		return
+	}
+	r.pending.Add(1)
+	select {
+	case r.decodeQ <- r.batch:
+		r.metrics.handoffs.Inc()
+	case <-ctx.Done():
+		r.queuedBytes.Add(-batchBytes(r.batch))
+		r.pending.Done()
+		clear(r.batch)
+		r.batch = r.batch[:0]
+		return
+	}
+	select {
+	case b := <-r.free:
+		r.batch = b
+	default:
+		r.batch = make([]polled, 0, handoffBatch)
+	}
+}
+
+func batchBytes(batch []polled) (n int64) {
+	for _, it := range batch {
+		n += int64(len(it.msg.Value))
+	}
+	return n
 }
 
 // decodeLoop decodes the queued messages in the order they were polled
 // (so each partition's bundles reach the sink in offset order) until the
 // queue is closed.
 func (r *Reader) decodeLoop(ctx context.Context) {
-	for it := range r.decodeQ {
-		r.decode(ctx, it)
-		r.queuedBytes.Add(-int64(len(it.msg.Value)))
+	for batch := range r.decodeQ {
+		size := batchBytes(batch)
+		for _, it := range batch {
+			r.decode(ctx, it)
+		}
+		r.queuedBytes.Add(-size)
 		r.pending.Done()
+		clear(batch) // the messages are the bundles' now
+		select {
+		case r.free <- batch[:0]:
+		default:
+		}
 	}
 }
 

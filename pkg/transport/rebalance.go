@@ -168,8 +168,10 @@ func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 		r.logger.Warn("partition assignment lost", zap.Int("partitions", len(parts)))
 	}
 	// The final positions must account for every message polled so far:
-	// wait until the decoding goroutine has handed them all on (or
-	// dead-lettered them). During Close, Run has already drained it.
+	// hand on the batch being collected and wait until the decoding
+	// goroutine has handed them all on (or dead-lettered them). During
+	// Close, Run has already drained it.
+	r.handOff(r.baseContext())
 	r.pending.Wait()
 	// During Close the shutdown sequence has made the final commit already
 	// and may have closed the database pool since.

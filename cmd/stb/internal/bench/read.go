@@ -38,40 +38,59 @@ type readResult struct {
 func readAndDecode(ctx context.Context, brokers string, topics []string, group string, total int64,
 	dec decoder, keep *finalState, progress func(read int64, elapsed time.Duration),
 ) (readResult, error) {
-	// The decoding goroutine, fed like the reader's (transport.Reader).
-	queue := make(chan *kafka.Message, 256)
+	// The decoding goroutine, fed like the reader's (transport.Reader):
+	// in batches of up to 64 messages, handed on when full or when a poll
+	// finds nothing more, through a queue of 4 batches.
+	queue := make(chan []*kafka.Message, 4)
 	var rejected int64
 	decoded := make(chan struct{})
 	go func() {
 		defer close(decoded)
-		for msg := range queue {
-			b, rej := dec.decode(msg, dec.rules, time.Now())
-			if rej != nil {
-				if !rej.Skipped { // a type known and not stored is no reject
-					rejected++
+		for batch := range queue {
+			for _, msg := range batch {
+				b, rej := dec.decode(msg, dec.rules, time.Now())
+				if rej != nil {
+					if !rej.Skipped { // a type known and not stored is no reject
+						rejected++
+					}
+					continue
 				}
-				continue
-			}
-			if err := b.Decode(dec.rules.Decoder.Decode); err != nil {
-				rejected++
-				continue
-			}
-			if keep != nil {
-				keep.add(b)
+				if err := b.Decode(dec.rules.Decoder.Decode); err != nil {
+					rejected++
+					continue
+				}
+				if keep != nil {
+					keep.add(b)
+				}
 			}
 		}
 	}()
+	const batchLen = 64
+	batch := make([]*kafka.Message, 0, batchLen)
+	handOff := func() {
+		if len(batch) > 0 {
+			queue <- batch
+			batch = make([]*kafka.Message, 0, batchLen)
+		}
+	}
 	drained := false
 	drain := func() {
 		if !drained {
 			drained = true
+			handOff()
 			close(queue)
 			<-decoded
 		}
 	}
 	defer drain()
 	res, err := readBacklog(ctx, "read+decode ceiling", brokers, topics, group, total,
-		func(msg *kafka.Message) { queue <- msg }, drain, progress)
+		func(msg *kafka.Message) bool {
+			batch = append(batch, msg)
+			if len(batch) == batchLen {
+				handOff()
+			}
+			return len(batch) > 0
+		}, handOff, drain, progress)
 	res.Rejected = rejected
 	if err == nil && res.Rejected > 0 {
 		err = errors.New("read ceiling: some messages were rejected; the backlog is not what the bench produced")
@@ -86,7 +105,7 @@ func readRaw(ctx context.Context, brokers string, topics []string, group string,
 	progress func(read int64, elapsed time.Duration),
 ) (readResult, error) {
 	var sum byte
-	res, err := readBacklog(ctx, "raw read ceiling", brokers, topics, group, total, func(msg *kafka.Message) {
+	res, err := readBacklog(ctx, "raw read ceiling", brokers, topics, group, total, func(msg *kafka.Message) bool {
 		for _, h := range msg.Headers {
 			if len(h.Value) > 0 {
 				sum ^= h.Key[0] ^ h.Value[len(h.Value)-1]
@@ -95,16 +114,19 @@ func readRaw(ctx context.Context, brokers string, topics []string, group string,
 		for i := 0; i < len(msg.Value); i += 64 {
 			sum ^= msg.Value[i]
 		}
-	}, func() {}, progress)
+		return false
+	}, func() {}, func() {}, progress)
 	res.Touched = sum // kept, so that touching the bytes is not optimised away
 	return res, err
 }
 
 // readBacklog polls a fresh consumer group over topics until total
-// messages were read, handing each to handle on the poll loop; finish runs
-// after the last one, inside the measured time.
+// messages were read, handing each to handle on the poll loop; handle
+// returns whether it holds messages back, and then the next poll does not
+// wait and idle runs when it finds nothing (as the reader hands on its
+// batch). finish runs after the last one, inside the measured time.
 func readBacklog(ctx context.Context, variant, brokers string, topics []string, group string, total int64,
-	handle func(*kafka.Message), finish func(), progress func(read int64, elapsed time.Duration),
+	handle func(*kafka.Message) (holding bool), idle, finish func(), progress func(read int64, elapsed time.Duration),
 ) (readResult, error) {
 	consumer, err := kafka.NewConsumer(&kafka.ConfigMap{
 		"bootstrap.servers":        brokers,
@@ -131,6 +153,7 @@ func readBacklog(ctx context.Context, variant, brokers string, topics []string, 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	pollMs := int(readPollTimeout.Milliseconds())
+	holding := false
 	for res.Messages < total {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -142,7 +165,16 @@ func readBacklog(ctx context.Context, variant, brokers string, topics []string, 
 			}
 		default:
 		}
-		switch ev := consumer.Poll(pollMs).(type) {
+		wait := pollMs
+		if holding {
+			wait = 0
+		}
+		switch ev := consumer.Poll(wait).(type) {
+		case nil:
+			if holding {
+				idle()
+				holding = false
+			}
 		case *kafka.Message:
 			if ev.TopicPartition.Error != nil {
 				continue
@@ -152,7 +184,7 @@ func readBacklog(ctx context.Context, variant, brokers string, topics []string, 
 			}
 			res.Messages++
 			res.Bytes += int64(len(ev.Value))
-			handle(ev)
+			holding = handle(ev)
 		case kafka.Error:
 			if ev.IsFatal() {
 				return res, fmt.Errorf("%s: %w", variant, ev)
