@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
@@ -39,8 +40,12 @@ import (
 type eventAttrs struct {
 	// specVersion is the event's spec version; only 1.0 is decoded.
 	specVersion string
-	// id and typ are as the binding keeps them (trimmed).
+	// id and typ are as the binding keeps them (trimmed); see eventID.
 	id, typ string
+	// rawID is the id as attrsWriter read it from its header, trimmed,
+	// where id is left empty: only the global-hub profile keeps ids, and
+	// STB's format needs to know only that there is one.
+	rawID []byte
 	// source is the ce_source header as it came when the message has
 	// one, else the source as the binding wrote it (structured mode):
 	// the hub's name is taken from what the sender wrote.
@@ -53,6 +58,33 @@ type eventAttrs struct {
 	// migrationID and migrationStage are the global-hub agent's
 	// managedclustermigration extensions.
 	migrationID, migrationStage any
+
+	// w is the pooled writer that holds these attributes, nil when the
+	// binding's event made them (readEvent); see release.
+	w *attrsWriter
+}
+
+// hasID reports whether the event has a (non-blank) id.
+func (a *eventAttrs) hasID() bool { return a.id != "" || len(a.rawID) > 0 }
+
+// eventID is the event's id.
+func (a *eventAttrs) eventID() string {
+	if a.id == "" && len(a.rawID) > 0 {
+		return string(a.rawID)
+	}
+	return a.id
+}
+
+// release gives the attributes' writer back for the next message; the
+// attributes must not be used after it (what was copied out of them, the
+// strings and the data's slice, stays valid). Safe on nil.
+func (a *eventAttrs) release() {
+	if a == nil || a.w == nil {
+		return
+	}
+	w := a.w
+	w.reset()
+	attrsWriters.Put(w)
 }
 
 // ceSpecs are the binding's binary-mode attribute names ("ce_id", …).
@@ -71,12 +103,13 @@ const (
 // unusual ones, else through the binding's event.
 func readAttrs(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error) {
 	if plainBinaryV1(msg) {
-		w := newAttrsWriter()
+		w := attrsWriters.Get().(*attrsWriter)
 		w.raw = raw
 		if err := w.read(msg); err != nil {
+			w.a.release()
 			return nil, err
 		}
-		return w.a, nil
+		return &w.a, nil
 	}
 	return readEvent(msg, raw)
 }
@@ -145,7 +178,7 @@ func plainBinaryV1(msg *kafka.Message) bool {
 // holds, converting and checking each value as the binding does when it
 // builds an event.
 type attrsWriter struct {
-	a *eventAttrs
+	a eventAttrs
 	// ext checks extension names with the event context's own rules; its
 	// map holds one key that no valid name can be, so that checking a
 	// name (setting it to nil) allocates nothing.
@@ -157,11 +190,21 @@ type attrsWriter struct {
 
 var _ binding.BinaryWriter = (*attrsWriter)(nil)
 
+// attrsWriters keeps writers between messages: a writer, its attributes
+// and the extension-name map were three allocations per message.
+var attrsWriters = sync.Pool{New: func() any { return newAttrsWriter() }}
+
 func newAttrsWriter() *attrsWriter {
-	return &attrsWriter{
-		a:   &eventAttrs{specVersion: event.CloudEventsVersionV1},
-		ext: event.EventContextV1{Extensions: map[string]any{"": nil}},
-	}
+	w := &attrsWriter{ext: event.EventContextV1{Extensions: map[string]any{"": nil}}}
+	w.reset()
+	return w
+}
+
+// reset makes w as new: its map keeps only the key no valid name can be
+// (a name checked is set to nil, which deletes it).
+func (w *attrsWriter) reset() {
+	w.a = eventAttrs{specVersion: event.CloudEventsVersionV1, w: w}
+	w.raw = rawAttrs{}
 }
 
 // read feeds the writer msg's headers and value as the kafka_confluent
@@ -248,7 +291,7 @@ func (w *attrsWriter) setAttribute(kind spec.Kind, v []byte) error {
 			return fmt.Errorf("spec version %q read as %s", v, event.CloudEventsVersionV1)
 		}
 	case spec.ID:
-		if w.a.id = strings.TrimSpace(string(v)); w.a.id == "" {
+		if w.a.rawID = bytes.TrimSpace(v); len(w.a.rawID) == 0 {
 			return errors.New("id is required to be a non-empty string")
 		}
 	case spec.Source:
@@ -256,8 +299,10 @@ func (w *attrsWriter) setAttribute(kind spec.Kind, v []byte) error {
 		if !w.raw.hasSource {
 			s = string(v)
 		}
-		if _, err := url.Parse(s); err != nil {
-			return err
+		if !unreservedOnly(s) { // else url.Parse cannot fail, nor allocate
+			if _, err := url.Parse(s); err != nil {
+				return err
+			}
 		}
 		w.a.source = s
 	case spec.Type:
@@ -311,4 +356,19 @@ func (w *attrsWriter) setExtension(name string, v []byte) error {
 	}
 	*keep = string(v)
 	return nil
+}
+
+// unreservedOnly reports whether s holds only URI unreserved characters
+// (RFC 3986: letters, digits, "-", ".", "_", "~"), which url.Parse reads
+// as a relative path without an error: no scheme, no escape, no control
+// character, no colon in a first segment.
+func unreservedOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -194,6 +194,7 @@ func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.T
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
+	defer ev.release() // what the bundle keeps is copied out of it
 	if ev.specVersion != event.CloudEventsVersionV1 {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, fmt.Errorf("specversion %q, want %s", ev.specVersion, event.CloudEventsVersionV1))
 	}
@@ -215,7 +216,7 @@ func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.T
 		return nil, r
 	}
 	switch {
-	case ev.id == "":
+	case !ev.hasID():
 		return reject(deadletter.MissingAttribute, errors.New("no id"))
 	case sent == "":
 		return reject(deadletter.MissingAttribute, errors.New("no source"))

@@ -38,6 +38,6 @@ func DecodeThroughBindingReader(msg *kafka.Message, rules Rules, receivedAt time
 		if err := kafka_confluent.NewMessage(msg).ReadBinary(context.Background(), w); err != nil {
 			return nil, err
 		}
-		return w.a, nil
+		return &w.a, nil
 	}, msg, rules, receivedAt)
 }

@@ -117,6 +117,7 @@ func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules
 	if err != nil {
 		return nil, newReject(msg, origin, deadletter.NotCloudEvent, err)
 	}
+	defer ev.release() // what the bundle keeps is copied out of it
 	if ev.specVersion != event.CloudEventsVersionV1 || !strings.HasPrefix(ev.typ, GlobalHubEventTypePrefix) {
 		// Not a global-hub event (a structured-mode event is only known
 		// to be one once parsed): STB's own format.
@@ -128,7 +129,7 @@ func (g *GlobalHub) decodeWith(read attrsReader, msg *kafka.Message, rules Rules
 		r := newReject(msg, origin, deadletter.UnknownType, fmt.Errorf("type %q is not a global-hub type", raw.typ))
 		r.Hub = hub
 		return nil, r
-	case ev.id == "":
+	case !ev.hasID():
 		r := newReject(msg, origin, deadletter.MissingAttribute, errors.New("no id"))
 		r.Hub, r.Type = hub, bundle.GlobalHubPrefix+strings.TrimPrefix(ev.typ, GlobalHubEventTypePrefix)
 		return nil, r
@@ -220,7 +221,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		eventTime = msg.Timestamp
 	}
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
-	m := g.version(hub, short, t, agentV, agentDep, ev.id, origin)
+	m := g.version(hub, short, t, agentV, agentDep, ev.eventID(), origin)
 	b.Version, b.Dependency, b.RunID, b.StartFrame = m.v, m.dep, m.runID, int64(m.startFrame)
 	b.HasDependency = t.dependsOn != ""
 	if short == "managedclustermigration" {
