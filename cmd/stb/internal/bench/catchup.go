@@ -112,7 +112,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 	}
 	res.ratio("stb time / raw read ceiling time", a.Elapsed.Seconds()/raw.Elapsed.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb time / read+decode ceiling time", a.Elapsed.Seconds()/rd.Elapsed.Seconds(), "").atMost(1.2, "×")
-	res.rssBudget(a.Peak.RSS, e.cfg.MaxBufferedBytes, "")
+	res.rssBudget(a.Peak, e.cfg.MaxBufferedBytes, "")
 	res.ratio("stb time / pgx ceiling time", a.Elapsed.Seconds()/pgxRes.Elapsed.Seconds(), "")
 	res.ratio("stb rows/s / pgx ceiling rows/s", (float64(aRows)/a.Elapsed.Seconds())/(float64(pgxRows)/pgxRes.Elapsed.Seconds()),
 		"rows/s over the whole catch-up, reading included")

@@ -129,6 +129,6 @@ func (e *benchEnv) catchUpWork(ctx context.Context, res *scenarioResult) error {
 	res.ratio("stb time / raw read ceiling time", a.Elapsed.Seconds()/raw.Elapsed.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb time / read+decode ceiling time", a.Elapsed.Seconds()/rd.Elapsed.Seconds(), "").atMost(1.2, "×")
 	res.ratio("stb time / pgx ceiling time", a.Elapsed.Seconds()/pgxRes.Elapsed.Seconds(), "")
-	res.rssBudget(a.Peak.RSS, e.cfg.MaxBufferedBytes, "")
+	res.rssBudget(a.Peak, e.cfg.MaxBufferedBytes, "")
 	return nil
 }

@@ -90,7 +90,7 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 		Note = fmt.Sprintf("first write after %s; profiles stb,cne", secs(a.FirstWrite))
 	res.ratio("stb time / raw read ceiling time", a.Elapsed.Seconds()/raw.Elapsed.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb time / read+decode ceiling time", a.Elapsed.Seconds()/rd.Elapsed.Seconds(), "").atMost(1.2, "×")
-	res.rssBudget(a.Peak.RSS, e.cfg.MaxBufferedBytes, "")
+	res.rssBudget(a.Peak, e.cfg.MaxBufferedBytes, "")
 	res.note("stb wrote %s bundles (one per event; a node's waiting events go as one group per job) for %s events",
 		thousands(int64(a.Counters.written)), thousands(total))
 	return nil

@@ -116,7 +116,7 @@ func benchLargeHub(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 	res.ratio("stb rotation / pgx ceiling rotation", stb.rotation.Seconds()/pgxRot.Seconds(), "").atMost(1.5, "×")
 	res.ratio("stb ingest / read+decode ceiling", stb.ingest.Seconds()/decode.Seconds(), "")
 	res.ratio("stb ingest / raw read ceiling", stb.ingest.Seconds()/rawRead.Seconds(), "")
-	res.rssBudget(stb.peak.RSS, e.cfg.MaxBufferedBytes, "")
+	res.rssBudget(stb.peak, e.cfg.MaxBufferedBytes, "")
 	res.note("rows: the ingest inserts %s clusters and %s placement rows and sets %s compliance rows; the rotation updates %s rows",
 		thousands(largeHubClusters), thousands(rotRows), thousands(rotRows), thousands(rotRows))
 	return nil

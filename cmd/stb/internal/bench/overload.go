@@ -112,7 +112,7 @@ func benchOverload(ctx context.Context, e *benchEnv, res *scenarioResult) error 
 		res.ratio("asked rate / raw read ceiling", rate/rawRate, "")
 	}
 	res.ratio("stb freshness p99 2nd half / 1st half", stb.p99[1]/stb.p99[0], "").atMost(1.2, "×")
-	res.rssBudget(stb.peak.RSS, e.cfg.MaxBufferedBytes, "over the whole variant: the overload, then the catch-up and the check")
+	res.rssBudget(stb.peak, e.cfg.MaxBufferedBytes, "over the whole variant: the overload, then the catch-up and the check")
 	growth := float64(stb.rss2.First) + stb.rss2.SlopePerMinute*half.Minutes()
 	res.ratio("stb RSS fitted over the 2nd half: end / start", growth/float64(stb.rss2.First),
 		fmt.Sprintf("%s/min; samples %s → %s", mib(stb.rss2.SlopePerMinute), mib(float64(stb.rss2.First)), mib(float64(stb.rss2.Last)))).atMost(1.05, "× (flat within GC noise)")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/stbridge/stb/internal/memtrim"
 )
 
 // memSampleInterval is how often a running variant's memory is sampled.
@@ -11,12 +13,19 @@ import (
 // variant's start and stop.
 const memSampleInterval = time.Second
 
-// memUse is an amount of memory of this process: its resident size and
-// the live Go heap after the last GC.
-type memUse struct{ RSS, Heap int64 }
+// memUse is an amount of memory of this process: its resident size, the
+// live Go heap after the last GC, what the Go runtime holds from the OS
+// (the heap with its garbage and free spans not yet returned, stacks, its
+// own structures), and the C heap (glibc's bytes in use, and what its
+// arenas hold mapped), where librdkafka keeps its buffers. Their sum is
+// about the RSS; a peak keeps each one's own largest value.
+type memUse struct{ RSS, Heap, GoHeld, CInUse, CArenas int64 }
 
 // processMemory reads this process's memory now.
-func processMemory() memUse { return memUse{RSS: selfRSS(), Heap: goLiveHeap()} }
+func processMemory() memUse {
+	inUse, arenas := memtrim.CHeap()
+	return memUse{RSS: selfRSS(), Heap: goLiveHeap(), GoHeld: goHeld(), CInUse: inUse, CArenas: arenas}
+}
 
 // memSampler reads memory at a fixed interval from its start until Stop
 // and keeps the largest values: the peak of one bridge variant, whatever
@@ -57,7 +66,8 @@ func (s *memSampler) run(every time.Duration) {
 func (s *memSampler) sample() {
 	m := s.read()
 	s.mu.Lock()
-	s.peak = memUse{RSS: max(s.peak.RSS, m.RSS), Heap: max(s.peak.Heap, m.Heap)}
+	s.peak = memUse{RSS: max(s.peak.RSS, m.RSS), Heap: max(s.peak.Heap, m.Heap), GoHeld: max(s.peak.GoHeld, m.GoHeld),
+		CInUse: max(s.peak.CInUse, m.CInUse), CArenas: max(s.peak.CArenas, m.CArenas)}
 	s.mu.Unlock()
 }
 
@@ -86,15 +96,17 @@ const rssBudgetSlack = 128 << 20
 // rssBudget holds the stb variant's peak RSS (of `which` run, when the
 // scenario has several) to --max-buffered-bytes + 128 MiB. Without a
 // budget (0) there is nothing to hold it to.
-func (s *scenarioResult) rssBudget(peak, budget int64, which string) {
+func (s *scenarioResult) rssBudget(peak memUse, budget int64, which string) {
 	if budget <= 0 {
 		return
 	}
-	detail := fmt.Sprintf("%s against a budget of %s", mib(float64(peak)), mib(float64(budget)))
+	detail := fmt.Sprintf("%s against a budget of %s", mib(float64(peak.RSS)), mib(float64(budget)))
 	if which != "" {
 		detail = which + ": " + detail
 	}
-	s.ratio("stb peak RSS / (--max-buffered-bytes + 128 MiB)", float64(peak)/float64(budget+rssBudgetSlack), detail).atMost(1, "×")
+	s.ratio("stb peak RSS / (--max-buffered-bytes + 128 MiB)", float64(peak.RSS)/float64(budget+rssBudgetSlack), detail).atMost(1, "×")
+	s.note("stb's peaks, each its own: RSS %s; held by the Go runtime %s (live heap after a collection %s); C heap in use %s, its arenas %s",
+		mib(float64(peak.RSS)), mib(float64(peak.GoHeld)), mib(float64(peak.Heap)), mib(float64(peak.CInUse)), mib(float64(peak.CArenas)))
 	s.note("peak RSS is of the whole bench process, sampled every %s from a variant's start to its stop after handing freed memory back to the OS; what earlier variants left in it may still count (catch-up runs the bridge first)", memSampleInterval)
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -67,7 +68,7 @@ func TestRSSBudget(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := &scenarioResult{}
-			res.rssBudget(tc.peak, tc.budget, "")
+			res.rssBudget(memUse{RSS: tc.peak, Heap: 100 << 20, GoHeld: 300 << 20, CInUse: 200 << 20, CArenas: 250 << 20}, tc.budget, "")
 			if len(res.Ratios) != tc.ratios {
 				t.Fatalf("%d ratios, want %d", len(res.Ratios), tc.ratios)
 			}
@@ -80,6 +81,10 @@ func TestRSSBudget(t *testing.T) {
 			}
 			if r.Met == nil || *r.Met != tc.met {
 				t.Errorf("met %v, want %v", r.Met, tc.met)
+			}
+			want := "held by the Go runtime 300.0MiB (live heap after a collection 100.0MiB); C heap in use 200.0MiB, its arenas 250.0MiB"
+			if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, want) {
+				t.Errorf("notes %q do not break the peak down (%q)", notes, want)
 			}
 		})
 	}

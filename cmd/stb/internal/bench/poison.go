@@ -169,6 +169,6 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 			worst = v
 		}
 	}
-	res.rssBudget(worst.peak.RSS, e.cfg.MaxBufferedBytes, "the worst run, "+worst.label)
+	res.rssBudget(worst.peak, e.cfg.MaxBufferedBytes, "the worst run, "+worst.label)
 	return nil
 }

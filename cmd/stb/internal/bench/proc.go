@@ -174,3 +174,14 @@ func goLiveHeap() int64 {
 	}
 	return int64(s[0].Value.Uint64())
 }
+
+// goHeld returns what the Go runtime holds from the OS and has not handed
+// back: all its memory classes but the heap spans it released.
+func goHeld() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64()) - int64(s[1].Value.Uint64())
+}

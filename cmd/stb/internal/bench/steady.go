@@ -100,7 +100,7 @@ func benchSteady(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 		fmt.Sprintf("bridge %.3f + postgres %.3f CPU-s per 1,000 bundles read", stb.cpu.Seconds()/stb.read*1000, stb.pgCPU.Seconds()/stb.read*1000))
 	r.Unit = "CPU-s"
 	r.atMost(0.35, " CPU-s")
-	res.rssBudget(stbPeak.RSS, e.cfg.MaxBufferedBytes, "")
+	res.rssBudget(stbPeak, e.cfg.MaxBufferedBytes, "")
 	res.note("cpu is user+system time of this process (getrusage), the bridge alone; postgres is the CPU time of every postgres process over the window")
 	return nil
 }
