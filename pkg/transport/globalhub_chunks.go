@@ -92,6 +92,9 @@ func newChunkAssembler(limit int) *chunkAssembler {
 // incomplete is called for the first chunk of each event given up on.
 func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)) (polled, bool) {
 	msg := it.msg
+	if !mayChunk(msg, len(c.open) > 0) {
+		return it, true
+	}
 	h := chunkHeaders(msg)
 	if h.typ == "" || !strings.HasPrefix(h.typ, GlobalHubEventTypePrefix) || msg.TopicPartition.Topic == nil {
 		return it, true
@@ -198,6 +201,24 @@ func (r *Reader) dropChunks(topic string, partition int32) {
 			a.first.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(m.TopicPartition.Offset)})
 		}
 	}
+}
+
+// mayChunk reports, without allocating, whether msg needs the assembler:
+// a global-hub event that carries a chunk extension, or any global-hub
+// event while some assembly is open (it may end its sender's). Every other
+// message, most of them, is decoded as it is.
+func mayChunk(msg *kafka.Message, open bool) bool {
+	var gh, chunk bool
+	for _, hd := range msg.Headers {
+		switch hd.Key {
+		case headerType:
+			n := len(GlobalHubEventTypePrefix)
+			gh = len(hd.Value) >= n && string(hd.Value[:n]) == GlobalHubEventTypePrefix
+		case headerSize, headerOffset:
+			chunk = true
+		}
+	}
+	return gh && (chunk || open)
 }
 
 type chunkHeaderValues struct {

@@ -156,3 +156,30 @@ func TestChunkAssemblerGivesUp(t *testing.T) {
 		t.Fatalf("after revocation: %d open, done %v", len(r.chunks.open), p2.done)
 	}
 }
+
+// TestChunkAssemblerPassesOthersFree: a message that is no chunk (STB's
+// format, or a whole global-hub event with nothing being assembled) goes
+// through the assembler without an allocation (issue 22: the header scan
+// made three strings of every message), and is handed back as it is.
+func TestChunkAssemblerPassesOthersFree(t *testing.T) {
+	c := newChunkAssembler(1 << 20)
+	stb, err := Encode(Envelope{Topic: "status", Hub: "hub-a", Type: "heartbeat", ID: "e1", Version: bundle.Version{Incarnation: 1, Generation: 1}, Data: []byte(`{}`)}, DefaultTypePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := chunked(t, "hub-b", "e2", []byte(`{"small":true}`), 1<<20, 0, 0)
+	if len(whole) != 1 {
+		t.Fatalf("a small event was cut in %d chunks", len(whole))
+	}
+	p := &donePartition{}
+	for name, msg := range map[string]*kafka.Message{"an STB message": stb, "a whole global-hub event": whole[0]} {
+		it := polled{msg: msg, p: p}
+		if allocs := testing.AllocsPerRun(100, func() {
+			if got, ok := c.add(it, nil); !ok || got.msg != msg {
+				t.Fatalf("%s was not handed back as it is", name)
+			}
+		}); allocs != 0 {
+			t.Errorf("%s: %v allocations in the assembler, want 0", name, allocs)
+		}
+	}
+}
