@@ -199,8 +199,8 @@ func (g *ghModel) write(job *conflation.Job) {
 // agent's backlog on its hub's topic, and started again on what its
 // database holds, reading again from the stored offset, ends with what a
 // bridge that was not stopped ends with: every event of a stream type
-// that one wrote is written by one of the two processes, and every type's
-// row ends with the data of the same message. The workers write some of
+// that one wrote (but copies) is written by one of the two processes, and
+// every other type's row ends with the data of the same message. The workers write some of
 // what is ready after some messages (one schedule writes after each), so
 // that a stop finds bundles replaced, pruned or waiting for their base.
 //
@@ -284,7 +284,7 @@ func ghRestartSweep(t *testing.T, hub string, msgs []*kafka.Message, rules trans
 		}
 		for _, typ := range slices.Sorted(maps.Keys(ref.db)) {
 			want, got := ref.db[typ], second.db[typ]
-			if got == nil || got.data != want.data {
+			if ref.types[typ].Kind != bundle.Stream && (got == nil || got.data != want.data) {
 				errs = append(errs, fmt.Sprintf("%s ends with the data of offset %d, want %d%s", typ, got.dataOffset(), want.data, mappedSince(msgs, typ, from, ref, second)))
 			}
 		}
