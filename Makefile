@@ -96,10 +96,6 @@ test: postgres chromium
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	$(MAKE) --no-print-directory fuzz-short FUZZTIME=$(TEST_FUZZTIME)
 
-## test-quarantine: the tests of known open defects (build tag stb_quarantine), kept out of `make test`
-test-quarantine: postgres
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags stb_quarantine -run 'Restart$$' $(TESTFLAGS) ./test
-
 # Each Fuzz target runs this many inputs inside `make test`; `make fuzz-short FUZZTIME=5m` fuzzes longer.
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can fail a target with a bare
 # "context deadline exceeded" when the time runs out while a worker is mid-input on a loaded machine

@@ -23,13 +23,13 @@ import (
 // compliance of that run: it must wait for that run's compliance, never
 // meet the old run's compliance of the same value, nor be stale.
 func TestGlobalHubCompleteComplianceRuns(t *testing.T) {
-	t0 := ghTime
 	gh := transport.NewGlobalHub()
+	read := sharedReader(t, gh)
 	lc := func(version, id string, offset int64) bundle.Version {
-		return ghRead{typ: "policy.localcompliance", version: version, id: id, offset: offset, at: t0}.decode(t, gh).Version
+		return read("policy.localcompliance", version, "", id, 0, offset).Version
 	}
 	cc := func(version, dep, id string, offset int64) *bundle.Bundle {
-		return ghRead{typ: "policy.localcompletecompliance", version: version, dep: dep, id: id, offset: offset, at: t0}.decode(t, gh)
+		return read("policy.localcompletecompliance", version, dep, id, 1, offset)
 	}
 	lc1 := lc("0.4", "lc-a", 1)
 	if c := cc("0.1", "1.4", "cc-a", 100); c.Dependency != lc1 {
