@@ -186,7 +186,8 @@ func NewManager(cfg Config) (*Manager, error) {
 // Queue returns the ready queue the dispatcher pops.
 func (m *Manager) Queue() *ReadyQueue { return m.queue }
 
-// HeldBytes returns the payload bytes of all bundles held in units.
+// HeldBytes returns the bytes all bundles held in units keep in memory
+// (bundle.Bundle.HeldBytes).
 func (m *Manager) HeldBytes() int64 { return m.held.Load() }
 
 // Insert hands b to its hub's unit and queues the unit if it became ready.

@@ -61,9 +61,10 @@ func (u *Unit) mergeLocked(s *slot, rel *releaser, tm *typeMetrics) {
 // mergedLocked returns the bundle a run of deltas merged into, with
 // payload acc, and queues the run's other bundles for release.
 func (u *Unit) mergedLocked(run []*bundle.Bundle, acc any, rel *releaser, tm *typeMetrics) *bundle.Bundle {
-	size := 0
+	size, held := 0, 0
 	for _, b := range run {
 		size += b.Size
+		held += b.HeldBytes()
 	}
 	first, last := run[0], run[len(run)-1]
 	merged := *first // keeps the first's origin and tracker
@@ -71,12 +72,12 @@ func (u *Unit) mergedLocked(run []*bundle.Bundle, acc any, rel *releaser, tm *ty
 	// carries the payload itself (deadletter.Bundles).
 	merged.Raw, merged.Message = nil, nil
 	merged.Payload, merged.Version, merged.EventTime = acc, last.Version, last.EventTime
-	merged.Size = size
+	merged.Size, merged.Held = size, held
 	for _, b := range run[1:] {
 		rel.add(b, tm.merged)
 		// The merged bundle still accounts for the released one's bytes,
 		// which it now holds; undo the decrement its release will make.
-		u.m.held.Add(int64(b.Size))
+		u.m.held.Add(int64(b.HeldBytes()))
 	}
 	return &merged
 }

@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer, types []string, m *Manager) (*metrics
 	}, func() float64 { return float64(m.Len()) })
 	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "stb", Subsystem: "conflation", Name: "buffered_bytes",
-		Help: "Payload bytes of the bundles held in all units, written or not yet.",
+		Help: "Bytes the bundles held in all units keep in memory (their data, the message's key and headers, the bundle itself), written or not yet: what --max-buffered-bytes bounds.",
 	}, func() float64 { return float64(m.held.Load()) })
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "stb", Subsystem: "conflation", Name: "ready_queue_length",

@@ -100,7 +100,7 @@ func (s *slot) base() (bundle.Version, bool) {
 func (s *slot) pendingBytes() int {
 	n := 0
 	for _, b := range s.pending {
-		n += b.Size
+		n += b.HeldBytes()
 	}
 	return n
 }

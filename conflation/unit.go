@@ -103,7 +103,7 @@ func (u *Unit) Insert(b *bundle.Bundle) (ready, retired bool) {
 func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
 	// Count every inserted bundle as held; whatever releases it, now or
 	// later, subtracts it again.
-	u.m.held.Add(int64(b.Size))
+	u.m.held.Add(int64(b.HeldBytes()))
 	i, ok := u.m.index[b.Type]
 	if !ok {
 		rel.add(b, u.m.metrics.unknown)
@@ -589,7 +589,7 @@ func (r *releaser) add(b *bundle.Bundle, c counter) {
 
 func (r *releaser) run(m *Manager) {
 	for _, b := range r.bs {
-		m.held.Add(-int64(b.Size))
+		m.held.Add(-int64(b.HeldBytes()))
 		b.Release()
 	}
 }

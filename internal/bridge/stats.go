@@ -16,7 +16,7 @@ type Stats struct {
 	Read, Accepted, Rejected uint64
 	// Hubs is the number of conflation units in memory.
 	Hubs int
-	// HeldBytes is the payload held in units (what backpressure counts).
+	// HeldBytes is what the bundles held in units keep (what backpressure counts).
 	HeldBytes int64
 	// ReadyUnits is the length of the ready queue.
 	ReadyUnits int

@@ -74,9 +74,15 @@ type Bundle struct {
 	// Payload is the decoded data, of the type the bundle type's decoder
 	// returns: nil until Decode, or set by whoever built the bundle (a
 	// merge of deltas, a test), which then counts as decoded. Size is the
-	// length of the raw data, for memory accounting, decoded or not.
+	// length of the raw data, decoded or not.
 	Payload any
 	Size    int
+	// Held is what the bundle keeps in memory while it is buffered, the
+	// figure --max-buffered-bytes counts (HeldBytes): its raw data and,
+	// for a bundle read from Kafka, the message's key and headers (as
+	// the client made them) and the bundle's own structures, which on
+	// small messages weigh more than the data. 0 counts Size alone.
+	Held int
 
 	// RunID is the CloudEvents id of the event that started the sender's
 	// run this bundle belongs to, for senders whose versions start again
@@ -183,3 +189,12 @@ func (b *Bundle) Supersede(old *Bundle) {
 // is registered for: the transport's decoder and the registry's Apply
 // return it.
 var ErrUnknownType = errors.New("unknown bundle type")
+
+// HeldBytes is what the bundle holds in memory while buffered: Held, or
+// Size when Held is not set.
+func (b *Bundle) HeldBytes() int {
+	if b.Held > 0 {
+		return b.Held
+	}
+	return b.Size
+}

@@ -272,7 +272,7 @@ func decode(read attrsReader, msg *kafka.Message, rules Rules, receivedAt time.T
 		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q is not the message key %q", sent, msg.Key))
 	}
 
-	b.Raw, b.Size, b.Message = data, len(data), keepMessage(msg)
+	b.Raw, b.Size, b.Message, b.Held = data, len(data), keepMessage(msg), heldBytes(msg, len(data))
 	b.EventTime = ev.time
 	if b.EventTime.IsZero() {
 		// time is optional in CloudEvents; the broker's timestamp is the

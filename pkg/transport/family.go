@@ -142,7 +142,7 @@ func decodeFamily(f Family, msg *kafka.Message, ev *event.Event, rules Rules, re
 		r.Hub, r.Type = b.Hub, ev.Type()
 		return nil, r
 	}
-	b.Size = len(b.Raw)
+	b.Size, b.Held = len(b.Raw), heldBytes(msg, len(b.Raw))
 	b.Origin, b.ReceivedAt, b.Message = origin, receivedAt, keepMessage(msg)
 	if b.EventTime.IsZero() {
 		b.EventTime = ev.Time()

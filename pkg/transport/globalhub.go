@@ -229,7 +229,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 			return reject(deadletter.BadPayload, err)
 		}
 	}
-	b.Raw, b.Size, b.Message = data, len(data), keepMessage(msg)
+	b.Raw, b.Size, b.Message, b.Held = data, len(data), keepMessage(msg), heldBytes(msg, len(data))
 	if !t.screened {
 		return b, nil
 	}

@@ -84,7 +84,7 @@ type Deps struct {
 	Offsets   Offsets
 	// Rejects receives rejected messages; nil only logs and counts them.
 	Rejects Rejects
-	// Buffer reports the payload bytes held downstream, for backpressure
+	// Buffer reports the bytes held downstream (bundle.Bundle.HeldBytes), for backpressure
 	// (Config.MaxBufferedBytes); the conflation manager implements it.
 	Buffer Buffer
 	// BeforeAssign, optional, runs in the rebalance callback before newly
@@ -119,7 +119,7 @@ type PartitionID struct {
 	Partition int32
 }
 
-// Buffer reports how many payload bytes are held downstream.
+// Buffer reports how many bytes bundles held downstream keep (bundle.Bundle.HeldBytes).
 type Buffer interface {
 	HeldBytes() int64
 }
@@ -216,6 +216,9 @@ type polled struct {
 	msg *kafka.Message
 	p   Partition
 	tc  *topicCounters
+	// held is what the message counts for backpressure until it is
+	// decoded: what its bundle will count (heldBytes).
+	held int
 }
 
 // handoffBatch is the most messages the poll loop hands on at once, and
@@ -474,8 +477,9 @@ func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 		tc = r.metrics.forTopic(r.labels.Label(topic))
 		r.topics[topic] = tc
 	}
-	r.queuedBytes.Add(int64(len(msg.Value)))
-	r.batch = append(r.batch, polled{msg, p, tc})
+	held := heldBytes(msg, len(msg.Value))
+	r.queuedBytes.Add(int64(held))
+	r.batch = append(r.batch, polled{msg: msg, p: p, tc: tc, held: held})
 	if len(r.batch) == handoffBatch {
 		r.handOff(ctx)
 	}
@@ -511,7 +515,7 @@ func (r *Reader) handOff(ctx context.Context) {
 
 func batchBytes(batch []polled) (n int64) {
 	for _, it := range batch {
-		n += int64(len(it.msg.Value))
+		n += int64(it.held)
 	}
 	return n
 }
@@ -521,11 +525,10 @@ func batchBytes(batch []polled) (n int64) {
 // queue is closed.
 func (r *Reader) decodeLoop(ctx context.Context) {
 	for batch := range r.decodeQ {
-		size := batchBytes(batch)
 		for _, it := range batch {
 			r.decode(ctx, it)
+			r.queuedBytes.Add(-int64(it.held)) // now counted where it went, if anywhere
 		}
-		r.queuedBytes.Add(-size)
 		r.pending.Done()
 		clear(batch) // the messages are the bundles' now
 		select {
