@@ -183,9 +183,9 @@ type Reader struct {
 	// that returns at once. free returns the decoded batches for reuse.
 	// pending counts batches sent and not yet decoded and handed on: Add
 	// on the poll loop, Wait under runMu (the revocation, after a flush),
-	// Done on the decoding goroutine. queuedBytes is the data of every
-	// message polled and not yet decoded, counted by backpressure like the
-	// bytes the units hold.
+	// Done on the decoding goroutine. queuedBytes is what every message
+	// polled and not yet decoded will hold as a bundle (heldBytes),
+	// counted by backpressure like the bytes the units hold.
 	decodeQ     chan []polled
 	free        chan []polled
 	batch       []polled
