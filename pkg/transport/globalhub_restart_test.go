@@ -205,6 +205,14 @@ func (g *ghModel) write(job *conflation.Job) {
 // schedules), so that a stop finds bundles replaced, pruned or waiting
 // for their base.
 //
+// The agent's rules the backlog follows, as globalhub_runs.go documents
+// them: multicluster-global-hub agent/pkg/status/syncers/policies/
+// policy_syncer.go (the compliance emitter's version is the complete
+// compliance's extdependencyversion), generic_emitter.go (PostSend
+// moves the generation after each send) and multi_event_syncer.go (the
+// compliance is sent first in every tick); both emitters restart at 0.0
+// with the agent.
+//
 // Regression: TestGlobalHubAgentRestart (test/) ended one run in three
 // with a hub's compliance rows in an older state. A complete compliance
 // run whose first event was pruned (its compliance replaced before it was
