@@ -132,7 +132,7 @@ func heartbeatAt(hub string, gen uint64) *bundle.Bundle {
 func readHeartbeat(t testing.TB, pool *pgxpool.Pool, hub string) (time.Time, bool) {
 	t.Helper()
 	var at time.Time
-	err := pool.QueryRow(t.Context(), `SELECT last_timestamp FROM status.hub_heartbeats WHERE hub = $1`, hub).Scan(&at)
+	err := pool.QueryRow(t.Context(), `SELECT last_timestamp FROM stb.hub_heartbeats WHERE hub = $1`, hub).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return at, false
 	}

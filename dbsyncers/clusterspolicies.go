@@ -51,7 +51,7 @@ func (p *ClustersPoliciesPayload) pairs() (policyIDs, clusters []string, err err
 
 // ClustersPolicies returns the syncer of "clusterspolicies" bundles:
 // complete snapshots of which policies of a hub apply to which of its
-// clusters. They decide which rows status.compliance holds; compliance
+// clusters. They decide which rows stb.compliance holds; compliance
 // bundles then only say how those rows comply. A hub's placement refers to
 // its managed clusters, so it waits until those were written once.
 func ClustersPolicies() Syncer {
@@ -140,7 +140,7 @@ const (
 	// no longer lists, whatever their compliance. NOT EXISTS plans as an
 	// anti-join.
 	deletePlacementHead = `
-DELETE FROM status.compliance AS t
+DELETE FROM stb.compliance AS t
 WHERE t.hub = $1
   AND NOT EXISTS (
 	SELECT 1 FROM `
@@ -153,12 +153,12 @@ WHERE t.hub = $1
 	// without a write, and ON CONFLICT only guards against a concurrent
 	// writer of the same hub.
 	insertPlacementHead = `
-INSERT INTO status.compliance AS t (hub, policy_id, cluster_name, compliance)
+INSERT INTO stb.compliance AS t (hub, policy_id, cluster_name, compliance)
 SELECT $1, s.policy_id, s.cluster_name, 'unknown'
 FROM `
 	insertPlacementTail = `
 WHERE NOT EXISTS (
-	SELECT 1 FROM status.compliance AS c
+	SELECT 1 FROM stb.compliance AS c
 	WHERE c.hub = $1 AND c.policy_id = s.policy_id AND c.cluster_name = s.cluster_name)
 ON CONFLICT (hub, policy_id, cluster_name) DO NOTHING`
 
@@ -173,7 +173,7 @@ DROP TABLE IF EXISTS pg_temp.stb_placement_pairs;
 CREATE TEMP TABLE stb_placement_pairs (policy_id text, cluster_name text) ON COMMIT DROP`
 )
 
-// planClustersPolicies makes the hub's rows of status.compliance exactly
+// planClustersPolicies makes the hub's rows of stb.compliance exactly
 // the snapshot's (policy, cluster) pairs: pairs no longer listed are
 // deleted, new ones inserted as 'unknown', and pairs that stay keep their
 // compliance. It is one DELETE and one INSERT over the same two arrays

@@ -125,7 +125,7 @@ func TestClustersPolicies(t *testing.T) {
 		},
 		{
 			name:  "unchanged placement writes nothing",
-			setup: `UPDATE status.compliance SET compliance = CASE cluster_name WHEN 'a' THEN 'non_compliant' ELSE 'compliant' END WHERE hub = $1 AND policy_id = 'p1'`,
+			setup: `UPDATE stb.compliance SET compliance = CASE cluster_name WHEN 'a' THEN 'non_compliant' ELSE 'compliant' END WHERE hub = $1 AND policy_id = 'p1'`,
 			data:  objectsData(placement("p2", "a"), placement("p1", "b", "a")),
 			want:  map[string]string{"p1/a": "non_compliant", "p1/b": "compliant", "p2/a": "unknown"},
 		},

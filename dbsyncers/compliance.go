@@ -12,7 +12,7 @@ import (
 // ComplianceState is how one cluster complies with one policy.
 type ComplianceState uint8
 
-// The states of status.compliance.compliance, whose CHECK constraint lists
+// The states of stb.compliance.compliance, whose CHECK constraint lists
 // the same (TestSchemaValuesMatchGo in pkg/db). The zero value is none of
 // them and is never written.
 const (
@@ -28,7 +28,7 @@ const (
 // AllComplianceStates lists every state.
 var AllComplianceStates = []ComplianceState{Compliant, NonCompliant, UnknownCompliance, PendingCompliance}
 
-// String returns the state as status.compliance stores it.
+// String returns the state as stb.compliance stores it.
 func (s ComplianceState) String() string {
 	switch s {
 	case Compliant:
@@ -187,7 +187,7 @@ const (
 	stagedComplianceRows = `pg_temp.stb_compliance_rows AS s`
 
 	updateListedHead = `
-UPDATE status.compliance AS t
+UPDATE stb.compliance AS t
 SET compliance = s.compliance, updated_at = now()
 FROM `
 	updateListedTail = `
@@ -204,7 +204,7 @@ WHERE t.hub = $1 AND t.policy_id = s.policy_id AND t.cluster_name = s.cluster_na
 	// reads all of them (about 100 ms for 135,000) but writes only the
 	// ones that change.
 	updateOthersHead = `
-UPDATE status.compliance AS t
+UPDATE stb.compliance AS t
 SET compliance = 'compliant', updated_at = now()
 WHERE t.hub = $1 AND t.compliance <> 'compliant'
   AND NOT EXISTS (SELECT 1 FROM `

@@ -209,7 +209,7 @@ func foldComplianceDeltas(bundles []*bundle.Bundle) ([]ComplianceChange, error) 
 // must sit on.
 const baseSQL = `
 SELECT incarnation::text, generation::text
-FROM status.bundle_versions
+FROM stb.bundle_versions
 WHERE hub = $1 AND bundle_type = 'compliance'
 FOR SHARE`
 
@@ -219,7 +219,7 @@ FOR SHARE`
 // even before the transaction is rolled back.
 const updateDeltaSQL = updateListedHead + unnestComplianceRows + updateListedTail + `
   AND EXISTS (
-	SELECT 1 FROM status.bundle_versions AS v
+	SELECT 1 FROM stb.bundle_versions AS v
 	WHERE v.hub = $1 AND v.bundle_type = 'compliance'
 	  AND v.incarnation = $5::numeric AND v.generation = $6::numeric)`
 

@@ -262,7 +262,7 @@ func TestComplianceDelta(t *testing.T) {
 			t.Fatalf("handle = %v, want a stale_base PermanentError", err)
 		}
 		var written int
-		if err := tx.QueryRow(t.Context(), `SELECT count(*) FROM status.compliance WHERE hub = $1 AND xmin = pg_current_xact_id()::xid`, hub).
+		if err := tx.QueryRow(t.Context(), `SELECT count(*) FROM stb.compliance WHERE hub = $1 AND xmin = pg_current_xact_id()::xid`, hub).
 			Scan(&written); err != nil {
 			t.Fatal(err)
 		}

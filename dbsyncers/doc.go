@@ -4,7 +4,7 @@
 // Registry lists them in priority order.
 //
 // Registry.Apply runs inside the worker's transaction: it first moves the
-// hub's status.bundle_versions row forward (the version fence) and runs the
+// hub's stb.bundle_versions row forward (the version fence) and runs the
 // handler only when that succeeded, so a replayed or reordered older bundle
 // writes nothing. Registry.Write, what the workers use, does the same for
 // several jobs in one round trip: a syncer's Plan gives its statements
@@ -18,17 +18,17 @@
 //
 // The types and what they write:
 //
-//   - heartbeat: status.hub_heartbeats, the time of the hub's latest one.
-//   - managedclusters: status.managed_clusters, made exactly the snapshot.
-//   - clusterspolicies: which (policy, cluster) rows status.compliance
+//   - heartbeat: stb.hub_heartbeats, the time of the hub's latest one.
+//   - managedclusters: stb.managed_clusters, made exactly the snapshot.
+//   - clusterspolicies: which (policy, cluster) rows stb.compliance
 //     holds; new pairs start as unknown, pairs that stay keep their state.
 //   - compliance: the state of the listed policies' rows (the listed
 //     clusters non_compliant or unknown, the others compliant).
 //   - compliancedelta: changes on top of exactly one compliance bundle,
 //     applied as one ordered group after checking that base.
-//   - policyevents: event.policy_events, each event stored once.
+//   - policyevents: stb.policy_events, each event stored once.
 //
-// Placement owns the rows of status.compliance: compliance bundles and
+// Placement owns the rows of stb.compliance: compliance bundles and
 // deltas only update rows that exist, never insert them (see
 // compliance.go). Decoders leave payloads sorted and free of duplicate
 // keys, so handlers send each bundle's rows once, as arrays to unnest or,

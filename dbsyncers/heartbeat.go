@@ -11,7 +11,7 @@ import (
 type HeartbeatPayload struct{}
 
 // Heartbeat returns the syncer of "heartbeat" bundles, which keep
-// status.hub_heartbeats at the time of each hub's latest heartbeat, so that
+// stb.hub_heartbeats at the time of each hub's latest heartbeat, so that
 // silent hubs can be found. Being complete, heartbeats of a hub the
 // database cannot keep up with conflate to the newest one.
 func Heartbeat() Syncer {
@@ -34,7 +34,7 @@ func decodeHeartbeat(data []byte) (any, error) {
 // heartbeatSQL records the time of a hub's latest heartbeat. The version
 // fence has already made sure it is newer than the stored one.
 const heartbeatSQL = `
-INSERT INTO status.hub_heartbeats (hub, last_timestamp, received_at)
+INSERT INTO stb.hub_heartbeats (hub, last_timestamp, received_at)
 VALUES ($1, coalesce($2::timestamptz, now()), now())
 ON CONFLICT (hub) DO UPDATE SET
 	last_timestamp = excluded.last_timestamp,

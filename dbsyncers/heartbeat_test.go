@@ -56,8 +56,8 @@ func TestHeartbeat(t *testing.T) {
 		var last, at time.Time
 		var rows int
 		if err := pool.QueryRow(t.Context(), `
-			SELECT last_timestamp, received_at, (SELECT count(*) FROM status.hub_heartbeats)
-			FROM status.hub_heartbeats WHERE hub = 'hub-hb'`).Scan(&last, &at, &rows); err != nil {
+			SELECT last_timestamp, received_at, (SELECT count(*) FROM stb.hub_heartbeats)
+			FROM stb.hub_heartbeats WHERE hub = 'hub-hb'`).Scan(&last, &at, &rows); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		if !last.Equal(tt.want) {
@@ -82,7 +82,7 @@ func TestHeartbeat(t *testing.T) {
 	var age time.Duration
 	if err := pool.QueryRow(t.Context(), `
 		SELECT extract(epoch FROM now() - last_timestamp) * interval '1 second'
-		FROM status.hub_heartbeats WHERE hub = 'hub-hb'`).Scan(&age); err != nil {
+		FROM stb.hub_heartbeats WHERE hub = 'hub-hb'`).Scan(&age); err != nil {
 		t.Fatal(err)
 	}
 	if age < 0 || age > time.Minute {

@@ -61,7 +61,7 @@ func newBundle(hub, typ string, v bundle.Version, payload any) *bundle.Bundle {
 	}
 }
 
-// clusterRow is one row of status.managed_clusters, as tests compare them.
+// clusterRow is one row of stb.managed_clusters, as tests compare them.
 type clusterRow struct {
 	ID      string
 	Rev     string // payload->metadata->labels->rev
@@ -69,12 +69,12 @@ type clusterRow struct {
 	XMin    string // changes whenever the row is written
 }
 
-// readClusters returns the hub's rows of status.managed_clusters by name.
+// readClusters returns the hub's rows of stb.managed_clusters by name.
 func readClusters(t testing.TB, pool *pgxpool.Pool, hub string) map[string]clusterRow {
 	t.Helper()
 	rows, err := pool.Query(t.Context(), `
 		SELECT cluster_name, cluster_id, coalesce(payload#>>'{metadata,labels,rev}', ''), updated_at, xmin::text
-		FROM status.managed_clusters WHERE hub = $1`, hub)
+		FROM stb.managed_clusters WHERE hub = $1`, hub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func revs(rows map[string]clusterRow) map[string]string {
 	return out
 }
 
-// versionRow is one row of status.bundle_versions.
+// versionRow is one row of stb.bundle_versions.
 type versionRow struct {
 	Version string // "<incarnation>.<generation>"
 	Offset  int64
@@ -118,7 +118,7 @@ func readVersion(t testing.TB, pool *pgxpool.Pool, hub, typ string) (versionRow,
 	var r versionRow
 	err := pool.QueryRow(t.Context(), `
 		SELECT incarnation::text || '.' || generation::text, "offset", applied_at, xmin::text
-		FROM status.bundle_versions WHERE hub = $1 AND bundle_type = $2`, hub, typ).
+		FROM stb.bundle_versions WHERE hub = $1 AND bundle_type = $2`, hub, typ).
 		Scan(&r.Version, &r.Offset, &r.Applied, &r.XMin)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -129,19 +129,19 @@ func readVersion(t testing.TB, pool *pgxpool.Pool, hub, typ string) (versionRow,
 	return r, true
 }
 
-// complianceRow is one row of status.compliance, as tests compare them.
+// complianceRow is one row of stb.compliance, as tests compare them.
 type complianceRow struct {
 	State string
 	XMin  string // changes whenever the row is written
 }
 
-// readCompliance returns the hub's rows of status.compliance by
+// readCompliance returns the hub's rows of stb.compliance by
 // "policy/cluster".
 func readCompliance(t testing.TB, pool *pgxpool.Pool, hub string) map[string]complianceRow {
 	t.Helper()
 	rows, err := pool.Query(t.Context(), `
 		SELECT policy_id || '/' || cluster_name, compliance, xmin::text
-		FROM status.compliance WHERE hub = $1`, hub)
+		FROM stb.compliance WHERE hub = $1`, hub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func TestDeleteHubLeavesTombstonesOldBundlesCannotPass(t *testing.T) {
 		t.Fatalf("another hub's rows changed: %v, were %v", got, other)
 	}
 	if s := hubState(t, pool, "hub-x"); s != db.HubDeleted {
-		t.Fatalf("status.hubs state %q, want deleted", s)
+		t.Fatalf("stb.hubs state %q, want deleted", s)
 	}
 	vs, err := db.LoadHubVersions(ctx, pool, "hub-x")
 	if err != nil {
@@ -302,7 +302,7 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 	ctx := t.Context()
 	writeHub(t, pool, "hub-quiet", 1)
 	writeHub(t, pool, "hub-live", 1)
-	if _, err := pool.Exec(ctx, `UPDATE status.hub_heartbeats SET received_at = now() - interval '10 minutes' WHERE hub = 'hub-quiet'`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE stb.hub_heartbeats SET received_at = now() - interval '10 minutes' WHERE hub = 'hub-quiet'`); err != nil {
 		t.Fatal(err)
 	}
 	n, err := db.MarkInactiveHubs(ctx, pool, 5*time.Minute)
@@ -326,7 +326,7 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 	if res, err := db.ApplyHubRequest(ctx, pool, req); err != nil || !res.Skipped {
 		t.Fatalf("delete of a hub inactive for less than the limit = %+v, %v; want skipped", res, err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE status.hubs SET state_since = now() - interval '2 hours' WHERE name = 'hub-quiet'`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE stb.hubs SET state_since = now() - interval '2 hours' WHERE name = 'hub-quiet'`); err != nil {
 		t.Fatal(err)
 	}
 	if hubs, err := db.HubsInactiveFor(ctx, pool, time.Hour); err != nil || len(hubs) != 1 || hubs[0] != "hub-quiet" {
@@ -343,7 +343,7 @@ func TestInactiveHubsAndDeleteAfter(t *testing.T) {
 
 	// Its next heartbeat of a newer incarnation makes a hub active again;
 	// an inactive one turns active on any bundle.
-	if _, err := pool.Exec(ctx, `UPDATE status.hubs SET state = 'inactive' WHERE name = 'hub-live'`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE stb.hubs SET state = 'inactive' WHERE name = 'hub-live'`); err != nil {
 		t.Fatal(err)
 	}
 	hb := newBundle("hub-live", "heartbeat", bundle.Version{Incarnation: 1, Generation: 9}, mustDecode(t, "heartbeat", []byte(`{}`)))
@@ -374,7 +374,7 @@ func writeFamilyRows(t *testing.T, pool *pgxpool.Pool, cluster string, n int) {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `
-		INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, 'work.status', 0, 0)
+		INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, 'work.status', 0, 0)
 		ON CONFLICT DO NOTHING`, cluster); err != nil {
 		t.Fatal(err)
 	}

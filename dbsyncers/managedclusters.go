@@ -27,7 +27,7 @@ type ManagedClustersPayload struct {
 }
 
 // ManagedClusters returns the syncer of "managedclusters" bundles: complete
-// snapshots of a hub's managed clusters that status.managed_clusters is
+// snapshots of a hub's managed clusters that stb.managed_clusters is
 // made to match exactly.
 func ManagedClusters() Syncer {
 	return Syncer{
@@ -119,7 +119,7 @@ func normalize(clusters []ManagedCluster) []ManagedCluster {
 // NOT EXISTS over unnest plans as a hashed anti-join; "<> ALL($2)" would
 // compare every row with every name.
 const deleteClustersSQL = `
-DELETE FROM status.managed_clusters AS t
+DELETE FROM stb.managed_clusters AS t
 WHERE t.hub = $1
   AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS s(name) WHERE s.name = t.cluster_name)`
 
@@ -132,7 +132,7 @@ WHERE t.hub = $1
 // parameter made the same statement about twice as slow for 3,000
 // clusters of 1.5 KiB (BenchmarkManagedClustersHandle).
 const upsertClustersSQL = `
-INSERT INTO status.managed_clusters AS t (hub, cluster_name, cluster_id, payload)
+INSERT INTO stb.managed_clusters AS t (hub, cluster_name, cluster_id, payload)
 SELECT $1, s.name, s.id, s.payload::jsonb
 FROM unnest($2::text[], $3::text[], $4::text[]) AS s(name, id, payload)
 ON CONFLICT (hub, cluster_name) DO UPDATE SET
@@ -141,7 +141,7 @@ ON CONFLICT (hub, cluster_name) DO UPDATE SET
 	updated_at = now()
 WHERE (t.cluster_id, t.payload) IS DISTINCT FROM (excluded.cluster_id, excluded.payload)`
 
-// planManagedClusters makes the hub's rows of status.managed_clusters
+// planManagedClusters makes the hub's rows of stb.managed_clusters
 // exactly the snapshot: one DELETE and one INSERT, sent as one batch (one
 // round trip) whatever the number of clusters. Of several bundles, the
 // last is the hub's latest state and the only one written.

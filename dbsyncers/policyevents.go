@@ -33,7 +33,7 @@ type PolicyEventsPayload struct {
 }
 
 // PolicyEvents returns the syncer of "policyevents" bundles: a stream of
-// events, every one of which is stored once in event.policy_events.
+// events, every one of which is stored once in stb.policy_events.
 func PolicyEvents() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: "policyevents", Kind: bundle.Stream},
@@ -127,7 +127,7 @@ func firstPerEvent(events []PolicyEvent) []PolicyEvent {
 // insertEventsSQL stores events not stored yet: a replayed bundle, or an
 // event a hub sends again, writes nothing.
 const insertEventsSQL = `
-INSERT INTO event.policy_events AS t (hub, policy_id, cluster_name, event_name, reason, message, created_at)
+INSERT INTO stb.policy_events AS t (hub, policy_id, cluster_name, event_name, reason, message, created_at)
 SELECT $1, s.policy_id, s.cluster_name, s.event_name, s.reason, s.message, s.created_at
 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
 	AS s(policy_id, cluster_name, event_name, reason, message, created_at)

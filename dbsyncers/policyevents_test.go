@@ -106,7 +106,7 @@ func FuzzDecodePolicyEvents(f *testing.F) {
 	})
 }
 
-// eventRow is one row of event.policy_events, as tests compare them.
+// eventRow is one row of stb.policy_events, as tests compare them.
 type eventRow struct {
 	Message string
 	Created time.Time // zero for NULL
@@ -118,7 +118,7 @@ func readEvents(t testing.TB, pool *pgxpool.Pool, hub string) map[string]eventRo
 	t.Helper()
 	rows, err := pool.Query(t.Context(), `
 		SELECT policy_id || '/' || cluster_name || '/' || event_name, message, created_at, xmin::text
-		FROM event.policy_events WHERE hub = $1`, hub)
+		FROM stb.policy_events WHERE hub = $1`, hub)
 	if err != nil {
 		t.Fatal(err)
 	}

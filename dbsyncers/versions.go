@@ -14,7 +14,7 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
-// fenceSQL moves the (hub, type) row of status.bundle_versions forward to
+// fenceSQL moves the (hub, type) row of stb.bundle_versions forward to
 // the version and origin of the bundle being applied, and does nothing when
 // the stored version is already newer, or the same for a type that does
 // not take equal versions (bundle.TypeInfo.TakesEqual: $8). A bundle's
@@ -40,7 +40,7 @@ const fenceSQL = fenceCTE + `SELECT count(*) FROM fence`
 // end differently.
 const fenceCTE = `
 WITH fence AS (
-	INSERT INTO status.bundle_versions AS v
+	INSERT INTO stb.bundle_versions AS v
 		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at, run_ids, start_frames)
 	VALUES ($1, $2, $3::numeric, $4::numeric, $5, $6, $7, now(),
 		CASE WHEN $9::text = '' THEN '{}'::text[] ELSE ARRAY[$9::text] END, $10::bigint[])
@@ -63,7 +63,7 @@ WITH fence AS (
 	   OR ($8::boolean AND (v.incarnation, v.generation) = (excluded.incarnation, excluded.generation))
 	RETURNING v.hub
 ), seen AS (
-	INSERT INTO status.hubs AS h (name)
+	INSERT INTO stb.hubs AS h (name)
 	SELECT hub FROM fence
 	ON CONFLICT (name) DO UPDATE SET
 		updated_at  = now(),

@@ -28,14 +28,14 @@ func apply(t testing.TB, pool *pgxpool.Pool, bundles ...*bundle.Bundle) (bool, e
 	return applied, err
 }
 
-// hubRow returns the hub's updated_at and xmin in status.hubs.
+// hubRow returns the hub's updated_at and xmin in stb.hubs.
 func hubRow(t testing.TB, pool *pgxpool.Pool, hub string) (time.Time, string) {
 	t.Helper()
 	var at time.Time
 	var xmin string
-	if err := pool.QueryRow(t.Context(), `SELECT updated_at, xmin::text FROM status.hubs WHERE name = $1`, hub).
+	if err := pool.QueryRow(t.Context(), `SELECT updated_at, xmin::text FROM stb.hubs WHERE name = $1`, hub).
 		Scan(&at, &xmin); err != nil {
-		t.Fatalf("hub %q in status.hubs: %v", hub, err)
+		t.Fatalf("hub %q in stb.hubs: %v", hub, err)
 	}
 	return at, xmin
 }
@@ -90,7 +90,7 @@ func TestApplyFence(t *testing.T) {
 					t.Errorf("stale bundle changed bundle_versions: %+v, was %+v", version, versionBefore)
 				}
 				if at != hubAt || xmin != hubXMin {
-					t.Errorf("stale bundle touched status.hubs")
+					t.Errorf("stale bundle touched stb.hubs")
 				}
 				return
 			}
@@ -101,7 +101,7 @@ func TestApplyFence(t *testing.T) {
 				t.Errorf("bundle_versions = %+v, want version %s offset %d", version, tt.version, second.Origin.Offset)
 			}
 			if xmin == hubXMin {
-				t.Errorf("applied bundle did not update status.hubs")
+				t.Errorf("applied bundle did not update stb.hubs")
 			}
 		})
 	}
@@ -109,7 +109,7 @@ func TestApplyFence(t *testing.T) {
 
 func ageHub(t *testing.T, pool *pgxpool.Pool, hub string, by time.Duration) {
 	t.Helper()
-	if _, err := pool.Exec(t.Context(), `UPDATE status.hubs SET updated_at = updated_at - make_interval(secs => $2) WHERE name = $1`, hub, by.Seconds()); err != nil {
+	if _, err := pool.Exec(t.Context(), `UPDATE stb.hubs SET updated_at = updated_at - make_interval(secs => $2) WHERE name = $1`, hub, by.Seconds()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -142,12 +142,12 @@ func TestHubTouchedAtMostEvery(t *testing.T) {
 	if at4, x4 := hubRow(t, pool, hub); x4 == x3 || !at4.After(at) {
 		t.Errorf("a bundle 31 s after the last touch left updated_at at %v", at4)
 	}
-	if _, err := pool.Exec(t.Context(), `UPDATE status.hubs SET state = 'inactive' WHERE name = $1`, hub); err != nil {
+	if _, err := pool.Exec(t.Context(), `UPDATE stb.hubs SET state = 'inactive' WHERE name = $1`, hub); err != nil {
 		t.Fatal(err)
 	}
 	next()
 	var state string
-	if err := pool.QueryRow(t.Context(), `SELECT state FROM status.hubs WHERE name = $1`, hub).Scan(&state); err != nil || state != "active" {
+	if err := pool.QueryRow(t.Context(), `SELECT state FROM stb.hubs WHERE name = $1`, hub).Scan(&state); err != nil || state != "active" {
 		t.Errorf("an inactive hub that sent a bundle is %q (%v), want active", state, err)
 	}
 }
@@ -232,8 +232,8 @@ func TestApplyErrors(t *testing.T) {
 	}
 	var n int
 	if err := pool.QueryRow(t.Context(), `
-		SELECT (SELECT count(*) FROM status.bundle_versions) + (SELECT count(*) FROM status.hubs)
-		     + (SELECT count(*) FROM status.managed_clusters) + (SELECT count(*) FROM status.hub_heartbeats)`).
+		SELECT (SELECT count(*) FROM stb.bundle_versions) + (SELECT count(*) FROM stb.hubs)
+		     + (SELECT count(*) FROM stb.managed_clusters) + (SELECT count(*) FROM stb.hub_heartbeats)`).
 		Scan(&n); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestReplacedBundleIsNeverDecoded(t *testing.T) {
 		t.Errorf("%d payloads decoded for %d bundles of one hub and type read before a worker took them, want 1: the newest", got, n)
 	}
 	var cluster string
-	if err := pool.QueryRow(context.Background(), `SELECT cluster_name FROM status.managed_clusters WHERE hub = 'hub-1'`).Scan(&cluster); err != nil || cluster != fmt.Sprintf("c%d", n) {
+	if err := pool.QueryRow(context.Background(), `SELECT cluster_name FROM stb.managed_clusters WHERE hub = 'hub-1'`).Scan(&cluster); err != nil || cluster != fmt.Sprintf("c%d", n) {
 		t.Errorf("stored cluster %q (%v), want the newest bundle's c%d", cluster, err, n)
 	}
 }
@@ -172,10 +172,10 @@ func TestBadNewestPayload(t *testing.T) {
 	var reason, version2 string
 	var data []byte
 	var letters int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM status.dead_letters`).Scan(&letters); err != nil || letters != 1 {
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM stb.dead_letters`).Scan(&letters); err != nil || letters != 1 {
 		t.Fatalf("%d dead letters (%v), want 1: the bad one, once", letters, err)
 	}
-	if err := pool.QueryRow(ctx, `SELECT reason, version, data FROM status.dead_letters`).Scan(&reason, &version2, &data); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT reason, version, data FROM stb.dead_letters`).Scan(&reason, &version2, &data); err != nil {
 		t.Fatal(err)
 	}
 	if reason != string(deadletter.BadPayload) || version2 != "1.2" || !bytes.Equal(data, bad) {
@@ -185,7 +185,7 @@ func TestBadNewestPayload(t *testing.T) {
 		t.Errorf("counted %v bad_payload dead letters, want 1", n)
 	}
 	var rows, fences int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM status.managed_clusters), (SELECT count(*) FROM status.bundle_versions)`).Scan(&rows, &fences); err != nil || rows != 0 || fences != 0 {
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stb.managed_clusters), (SELECT count(*) FROM stb.bundle_versions)`).Scan(&rows, &fences); err != nil || rows != 0 || fences != 0 {
 		t.Errorf("%d clusters and %d versions stored (%v): the replaced good bundle must not be written", rows, fences, err)
 	}
 
@@ -195,7 +195,7 @@ func TestBadNewestPayload(t *testing.T) {
 		Data: []byte(`{"objects":[{"metadata":{"name":"new","uid":"u3"}}]}`)})
 	dispatch(t, pool, reg, conflation.Config{}, &released, next)
 	var cluster string
-	if err := pool.QueryRow(ctx, `SELECT cluster_name FROM status.managed_clusters WHERE hub = 'hub-1'`).Scan(&cluster); err != nil || cluster != "new" {
+	if err := pool.QueryRow(ctx, `SELECT cluster_name FROM stb.managed_clusters WHERE hub = 'hub-1'`).Scan(&cluster); err != nil || cluster != "new" {
 		t.Errorf("stored cluster %q (%v), want new", cluster, err)
 	}
 }
@@ -218,7 +218,7 @@ func TestBadEventInAGroup(t *testing.T) {
 
 	ctx := context.Background()
 	var events []string
-	rows, err := pool.Query(ctx, `SELECT event_name FROM event.policy_events ORDER BY event_name`)
+	rows, err := pool.Query(ctx, `SELECT event_name FROM stb.policy_events ORDER BY event_name`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestBadEventInAGroup(t *testing.T) {
 	}
 	var reason, version string
 	var letters int
-	if err := pool.QueryRow(ctx, `SELECT count(*), min(reason), min(version) FROM status.dead_letters`).Scan(&letters, &reason, &version); err != nil ||
+	if err := pool.QueryRow(ctx, `SELECT count(*), min(reason), min(version) FROM stb.dead_letters`).Scan(&letters, &reason, &version); err != nil ||
 		letters != 1 || reason != string(deadletter.BadPayload) || version != "1.2" {
 		t.Errorf("%d dead letters, %s of %s (%v); want one, bad_payload of 1.2", letters, reason, version, err)
 	}

@@ -41,7 +41,7 @@ func flaky(failures int32) (dbsyncers.Syncer, *atomic.Int32) {
 			if calls.Add(1) <= failures {
 				return &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
 			}
-			_, err := db.Exec(ctx, `INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())
+			_, err := db.Exec(ctx, `INSERT INTO stb.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())
 				ON CONFLICT (hub) DO UPDATE SET last_timestamp = now()`, bs[0].Hub)
 			return err
 		}),
@@ -109,11 +109,11 @@ func TestDispatcherRetriesTransientAndDeadLettersPermanent(t *testing.T) {
 		t.Errorf("flaky handler ran %d times, want 3 (two serialization failures, then success)", got)
 	}
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats WHERE hub = 'hub-flaky'`).Scan(&n); err != nil || n != 1 {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.hub_heartbeats WHERE hub = 'hub-flaky'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("flaky bundle rows = %d (%v), want 1", n, err)
 	}
 	var reason, hub string
-	if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM status.dead_letters`).Scan(&reason, &hub); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM stb.dead_letters`).Scan(&reason, &hub); err != nil {
 		t.Fatalf("no dead letter: %v", err)
 	}
 	if reason != "data_exception" || hub != "hub-poison" {
@@ -185,7 +185,7 @@ func TestDispatcherBatchesSmallJobs(t *testing.T) {
 		t.Fatalf("%d of %d bundles finished", n, hubs)
 	}
 	var rows int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats`).Scan(&rows); err != nil || rows != hubs {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.hub_heartbeats`).Scan(&rows); err != nil || rows != hubs {
 		t.Fatalf("%d heartbeat rows (%v), want %d", rows, err, hubs)
 	}
 	if n := testutil.CollectAndCount(d.metrics.batches); n != 1 {
@@ -253,7 +253,7 @@ func TestBatchWaitGathersATrickle(t *testing.T) {
 		t.Fatalf("%d bundles a few ms apart were written in %d batches of %v jobs in all, want one batch of %d", n, got, jobs, n)
 	}
 	var written int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats`).Scan(&written); err != nil || written != n {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.hub_heartbeats`).Scan(&written); err != nil || written != n {
 		t.Fatalf("%d heartbeats written (%v), want %d", written, err, n)
 	}
 }

@@ -23,7 +23,7 @@ func writesRow(name string) dbsyncers.Syncer {
 		TypeInfo: bundle.TypeInfo{Name: name, Kind: bundle.Complete},
 		Decode:   func([]byte) (any, error) { return nil, nil },
 		Plan: staged(func(ctx context.Context, db dbsyncers.DB, bs []*bundle.Bundle) error {
-			_, err := db.Exec(ctx, `INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())
+			_, err := db.Exec(ctx, `INSERT INTO stb.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())
 				ON CONFLICT (hub) DO UPDATE SET last_timestamp = now()`, bs[0].Hub)
 			return err
 		}),
@@ -103,7 +103,7 @@ func TestBatchFailures(t *testing.T) {
 			t.Errorf("the flaky write ran %d times, want 2 (the batch, then the retry)", n)
 		}
 		var rows int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats`).Scan(&rows); err != nil || rows != others+1 {
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.hub_heartbeats`).Scan(&rows); err != nil || rows != others+1 {
 			t.Errorf("%d rows (%v), want %d", rows, err, others+1)
 		}
 	})
@@ -117,7 +117,7 @@ func TestBatchFailures(t *testing.T) {
 			t.Errorf("%v plain bundles applied, want %d", n, others)
 		}
 		var reason, hub string
-		if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM status.dead_letters`).Scan(&reason, &hub); err != nil || hub != "hub-special" || reason != "data_exception" {
+		if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM stb.dead_letters`).Scan(&reason, &hub); err != nil || hub != "hub-special" || reason != "data_exception" {
 			t.Errorf("dead letter %q of %q (%v), want data_exception of hub-special alone", reason, hub, err)
 		}
 	})
@@ -140,7 +140,7 @@ func TestUnclassifiedErrorIsDeadLetteredAfterItsAttempts(t *testing.T) {
 		t.Errorf("stb_dispatcher_unclassified_errors_total = %v, want 3", n)
 	}
 	var reason, msg string
-	if err := pool.QueryRow(context.Background(), `SELECT reason, error FROM status.dead_letters WHERE hub = 'hub-1'`).Scan(&reason, &msg); err != nil || reason != string(deadletter.PermanentError) {
+	if err := pool.QueryRow(context.Background(), `SELECT reason, error FROM stb.dead_letters WHERE hub = 'hub-1'`).Scan(&reason, &msg); err != nil || reason != string(deadletter.PermanentError) {
 		t.Fatalf("dead letter %q (%v), want permanent_error", reason, err)
 	}
 	t.Logf("dead letter: %s", msg)

@@ -29,7 +29,7 @@ func TestDispatcherPanicIsDeadLettered(t *testing.T) {
 				panic("a plan's bug")
 			}
 			return dbsyncers.Write{Statements: []dbsyncers.Statement{{What: "heartbeat",
-				SQL:  `INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now()) ON CONFLICT (hub) DO NOTHING`,
+				SQL:  `INSERT INTO stb.hub_heartbeats (hub, last_timestamp) VALUES ($1, now()) ON CONFLICT (hub) DO NOTHING`,
 				Args: []any{bs[0].Hub}}}}, nil
 		},
 	})
@@ -67,11 +67,11 @@ func TestDispatcherPanicIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.hub_heartbeats WHERE hub IN ('hub-a', 'hub-b', 'hub-c')`).Scan(&n); err != nil || n != 3 {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.hub_heartbeats WHERE hub IN ('hub-a', 'hub-b', 'hub-c')`).Scan(&n); err != nil || n != 3 {
 		t.Errorf("rows of the other hubs = %d (%v), want 3", n, err)
 	}
 	var reason, hub string
-	if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM status.dead_letters`).Scan(&reason, &hub); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT reason, hub FROM stb.dead_letters`).Scan(&reason, &hub); err != nil {
 		t.Fatalf("no dead letter: %v", err)
 	}
 	if reason != string(deadletter.WritePanic) || hub != "hub-bug" {

@@ -31,7 +31,7 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.Var((*byteSize)(&c.Reader.MaxBufferedBytes), "max-buffered-bytes", "memory held by buffered bundles (data, the message's key and headers, the bundle itself) above which reading pauses (resumes below 80%); 0 never pauses")
 	fs.DurationVar(&c.Conflation.DependencyTimeout, "dependency-timeout", c.Conflation.DependencyTimeout, "a bundle waiting longer than this for its dependency is dead-lettered; 0 waits forever")
 	fs.DurationVar(&c.Conflation.IdleTimeout, "unit-idle-timeout", c.Conflation.IdleTimeout, "a hub's conflation unit idle this long with nothing held or in flight leaves memory (its versions stay); 0 keeps units")
-	fs.DurationVar(&c.Hubs.InactiveAfter, "hub-inactive-after", c.Hubs.InactiveAfter, "a hub with no heartbeat received for this long is marked inactive in status.hubs; 0 never")
+	fs.DurationVar(&c.Hubs.InactiveAfter, "hub-inactive-after", c.Hubs.InactiveAfter, "a hub with no heartbeat received for this long is marked inactive in stb.hubs; 0 never")
 	fs.DurationVar(&c.Hubs.DeleteAfter, "hub-delete-after", c.Hubs.DeleteAfter, "delete a hub (as stb hub delete does) once it has been inactive this long; 0 never")
 	fs.StringVar(&c.ResyncTopic, "resync-topic", c.ResyncTopic, "topic to ask hubs for a complete bundle again when one of theirs waits for a version never read (README \"Resync requests\"); empty sends none")
 	fs.DurationVar(&c.Conflation.ResyncAfter, "resync-after", c.Conflation.ResyncAfter, "how long a bundle waits for a missing dependency before a resync is requested")

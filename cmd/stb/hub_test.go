@@ -147,6 +147,6 @@ func TestHubDeleteOfAWorkCluster(t *testing.T) {
 		t.Errorf("after the cluster's next status, %d rows, want 1", n)
 	}
 	if s, ok, err := db.LoadHubStatus(ctx, pool, "c1"); err != nil || !ok || s.State != db.HubActive {
-		t.Errorf("after the cluster's next status, status.hubs says %+v (%v, %v), want active", s, ok, err)
+		t.Errorf("after the cluster's next status, stb.hubs says %+v (%v, %v), want active", s, ok, err)
 	}
 }

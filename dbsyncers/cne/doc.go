@@ -6,7 +6,7 @@
 // and kept in PostgreSQL as the latest value per key.
 //
 // An event's data is {"version", "values":[…]}; each value is one row of
-// status.cne_state, keyed by (CloudEvents type, resource address, data
+// stb.cne_state, keyed by (CloudEvents type, resource address, data
 // type). Both field-name sets of a value are read: O-RAN v3's
 // ResourceAddress, data_type, value_type (sdk-go v2) and the v1 names
 // resource, dataType, valueType. The node named by the address's
@@ -17,7 +17,7 @@
 // partitions, by topic and partition: Value.After); a value never
 // overwrites one that is newer by that order, in a unit (Merge) or in the
 // database (the upsert's WHERE). The bundle-level fence
-// (status.bundle_versions) is constant and takes equal versions, so it
+// (stb.bundle_versions) is constant and takes equal versions, so it
 // never drops anything (but a deleted node's, see TestNodeLifecycle): the
 // real fence is the one per key.
 //

@@ -16,7 +16,7 @@ import (
 
 // BundleType is the bundle type of every event of the family: one slot
 // per node in a conflation unit, and one row per node in
-// status.bundle_versions.
+// stb.bundle_versions.
 const BundleType = "cne.event"
 
 // TypePrefix starts the CloudEvents type of every event of the model:

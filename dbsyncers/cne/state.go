@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// StateRow is one row of status.cne_state as the console shows it.
+// StateRow is one row of stb.cne_state as the console shows it.
 type StateRow struct {
 	Type, Address, DataType, ValueType string
 	// Value is value_text, or the JSON value for a Redfish event.
@@ -31,10 +31,10 @@ func LoadNode(ctx context.Context, q Querier, node string, limit int) ([]StateRo
 	rows, err := q.Query(ctx, `
 		SELECT event_type, resource_address, data_type, value_type, coalesce(value_text, left(value::text, 200)),
 		       event_time, topic, "partition", "offset"
-		FROM status.cne_state WHERE hub = $1
+		FROM stb.cne_state WHERE hub = $1
 		ORDER BY event_type, resource_address, data_type LIMIT $2`, node, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read status.cne_state: %w", err)
+		return nil, fmt.Errorf("read stb.cne_state: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StateRow, error) {
 		var s StateRow
@@ -42,7 +42,7 @@ func LoadNode(ctx context.Context, q Querier, node string, limit int) ([]StateRo
 		return s, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read status.cne_state: %w", err)
+		return nil, fmt.Errorf("read stb.cne_state: %w", err)
 	}
 	return out, nil
 }

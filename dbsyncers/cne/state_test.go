@@ -22,7 +22,7 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// row is one row of status.cne_state as the tests compare them.
+// row is one row of stb.cne_state as the tests compare them.
 type row struct {
 	Node, ValueType, Value, Text, Numeric string
 	TimeNS, Offset                        int64
@@ -35,7 +35,7 @@ func readState(t testing.TB, pool *pgxpool.Pool) map[string]row {
 	rows, err := pool.Query(t.Context(), `
 		SELECT event_type || ' ' || resource_address || ' ' || data_type, hub, value_type, value::text,
 		       coalesce(value_text, '<null>'), coalesce(value_numeric::text, '<null>'), event_time_ns, "offset", "partition", event_id, xmin::text
-		FROM status.cne_state`)
+		FROM stb.cne_state`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +233,8 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	rows := func() (state, heartbeats int) {
 		t.Helper()
-		if err := pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM status.cne_state WHERE hub = 'n1'),
-			(SELECT count(*) FROM status.hub_heartbeats WHERE hub = 'n1' AND last_timestamp = $1)`, t0).Scan(&state, &heartbeats); err != nil {
+		if err := pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM stb.cne_state WHERE hub = 'n1'),
+			(SELECT count(*) FROM stb.hub_heartbeats WHERE hub = 'n1' AND last_timestamp = $1)`, t0).Scan(&state, &heartbeats); err != nil {
 			t.Fatal(err)
 		}
 		return state, heartbeats
@@ -267,7 +267,7 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatal("an event after a delete was refused: the node can never come back")
 	}
 	var tombstones int
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.bundle_versions WHERE hub = 'n1' AND generation > 0`).Scan(&tombstones); err != nil || tombstones != 0 {
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM stb.bundle_versions WHERE hub = 'n1' AND generation > 0`).Scan(&tombstones); err != nil || tombstones != 0 {
 		t.Fatalf("%d tombstones of the node (%v), want none", tombstones, err)
 	}
 }
@@ -301,12 +301,12 @@ func TestNotStorableIsRefusedWhenRead(t *testing.T) {
 	e.SetID("id")
 	write(t, pool, mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) }))
 	var got string
-	if err := pool.QueryRow(t.Context(), `SELECT value->>'Context' FROM status.cne_state`).Scan(&got); err != nil || got != `a\u0000b` {
+	if err := pool.QueryRow(t.Context(), `SELECT value->>'Context' FROM stb.cne_state`).Scan(&got); err != nil || got != `a\u0000b` {
 		t.Errorf("an escaped backslash before u0000: stored %q, %v", got, err)
 	}
 }
 
-// A key too long for status.cne_state's index is refused when read; one
+// A key too long for stb.cne_state's index is refused when read; one
 // just short enough is stored.
 func TestLongKey(t *testing.T) {
 	pool, _ := dbtest.New(t)
@@ -325,7 +325,7 @@ func TestLongKey(t *testing.T) {
 	}
 }
 
-// The extreme decimals the family takes fit status.cne_state's numeric.
+// The extreme decimals the family takes fit stb.cne_state's numeric.
 func TestDecimalExtremesStored(t *testing.T) {
 	pool, _ := dbtest.New(t)
 	a := addr("n1", cne.ResourceLockState)
@@ -334,7 +334,7 @@ func TestDecimalExtremesStored(t *testing.T) {
 		v3(a+"/long", "metric", "decimal64.3", "-"+strings.Repeat("9", 40)+"."+strings.Repeat("1", 22))))
 	write(t, pool, mustBundle(t, e, func() (*bundle.Bundle, error) { return cne.Family{}.Bundle(e) }))
 	var n int
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.cne_state WHERE value_numeric::text = value_text::numeric::text`).Scan(&n); err != nil || n != 3 {
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM stb.cne_state WHERE value_numeric::text = value_text::numeric::text`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("%d of 3 decimals stored exactly (%v)", n, err)
 	}
 }

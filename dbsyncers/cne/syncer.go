@@ -112,7 +112,7 @@ type unmergeable struct{ Older, Newer string }
 // writes nothing; a late copy or a node whose clock stepped back writes
 // nothing until its times pass the stored one.
 const upsertSQL = `
-INSERT INTO status.cne_state AS s (event_type, resource_address, data_type, hub, value_type, value, value_text,
+INSERT INTO stb.cne_state AS s (event_type, resource_address, data_type, hub, value_type, value, value_text,
 	value_numeric, event_time, event_time_ns, event_id, event_source, data_version, topic, "partition", "offset")
 SELECT u.t, u.a, u.d, u.n, u.vt, u.v::jsonb, u.tx, u.num::numeric, u.et, u.ns, u.id, u.src, u.ver, u.top, u.part, u.off
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
@@ -126,14 +126,14 @@ ON CONFLICT (event_type, resource_address, data_type) DO UPDATE SET
 WHERE (excluded.event_time_ns, excluded.topic COLLATE "C", excluded."partition", excluded."offset")
     > (s.event_time_ns, s.topic COLLATE "C", s."partition", s."offset")`
 
-// aliveSQL records that a node was heard from, in status.hub_heartbeats,
+// aliveSQL records that a node was heard from, in stb.hub_heartbeats,
 // as a heartbeat bundle does for a hub: nodes send no heartbeats, and
 // --hub-inactive-after measures a hub's silence from there. last_timestamp
 // is the newest time the node stamped on the events written. The row is
 // rewritten at most every few seconds: inactivity is a matter of minutes,
 // and a busy node would otherwise rewrite it with every job.
 const aliveSQL = `
-INSERT INTO status.hub_heartbeats AS hb (hub, last_timestamp, received_at)
+INSERT INTO stb.hub_heartbeats AS hb (hub, last_timestamp, received_at)
 VALUES ($1, $2, now())
 ON CONFLICT (hub) DO UPDATE SET last_timestamp = excluded.last_timestamp, received_at = excluded.received_at
 WHERE hb.received_at < now() - interval '5 seconds'`

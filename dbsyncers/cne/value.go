@@ -33,7 +33,7 @@ const (
 
 // AllValueTypes are the value types the family stores; any other is a
 // dead letter, as sdk-go's reader refuses it ("value type … is not
-// supported"). The CHECK of status.cne_state.value_type lists the same.
+// supported"). The CHECK of stb.cne_state.value_type lists the same.
 var AllValueTypes = []ValueType{Enumeration, Decimal, RedfishEvent}
 
 func knownValueType(vt ValueType) bool {
@@ -58,7 +58,7 @@ var (
 	ErrNoTime           = errors.New("event has no time: its values cannot be ordered")
 	ErrTimeRange        = errors.New("event time is outside the years 1678-2262 (nanoseconds since 1970 in 64 bits)")
 	ErrNotStorable      = errors.New("holds U+0000 or invalid UTF-8, which PostgreSQL text and jsonb cannot store")
-	ErrKeyTooLong       = fmt.Errorf("type, address and data type are longer than %d bytes together, more than status.cne_state's key index takes", MaxKeyBytes)
+	ErrKeyTooLong       = fmt.Errorf("type, address and data type are longer than %d bytes together, more than stb.cne_state's key index takes", MaxKeyBytes)
 )
 
 // Value is one value of an event, with what its row needs from the event.
@@ -97,7 +97,7 @@ type Value struct {
 // topic (bytewise) and partition: arbitrary, but the same whichever was
 // read first. (With partial order a value that the stored row beats could
 // hide, in a fold, a later one of the stored row's partition:
-// TestModelRandomGroups.) status.cne_state's upsert applies the same rule
+// TestModelRandomGroups.) stb.cne_state's upsert applies the same rule
 // but for Index (a write holds one value per key).
 func (v *Value) After(w *Value) bool {
 	switch {

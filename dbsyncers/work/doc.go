@@ -7,7 +7,7 @@
 //
 // Each event becomes one bundle of its cluster (the conflation unit); the
 // bundle's version is constant, so the (hub, type) fence of
-// status.bundle_versions passes everything, and the real fence is per
+// stb.bundle_versions passes everything, and the real fence is per
 // resource: the pair (resourceversion, sequenceid), strictly greater than
 // the stored pair, compared by Merge when a unit folds a cluster's waiting
 // events and by the write's ON CONFLICT … WHERE.

@@ -13,7 +13,7 @@ import (
 
 // Syncers returns the family's bundle types: work.status, a delta of one
 // cluster without dependency that takes equal versions. Every bundle has
-// version 0.0, so neither a unit nor status.bundle_versions ever drops one
+// version 0.0, so neither a unit nor stb.bundle_versions ever drops one
 // as stale; the order per resource is the fence pair, which Merge and the
 // write compare.
 func Syncers() []dbsyncers.Syncer {
@@ -91,7 +91,7 @@ WITH s AS (
 	WHERE (t.resource_version, t.sequence_id) < (excluded.resource_version, excluded.sequence_id)
 	  AND t.cluster = excluded.cluster
 )
-INSERT INTO status.dead_letters AS d (hub, bundle_type, topic, "partition", "offset", reason, error, headers, data)
+INSERT INTO stb.dead_letters AS d (hub, bundle_type, topic, "partition", "offset", reason, error, headers, data)
 SELECT m.cluster, '` + BundleType + `', m.topic, m."partition", m."offset", '` + string(deadletter.ClusterMismatch) + `',
 	format('resource %s of source %s is stored for cluster %s; a status from cluster %s is refused',
 		m.resource_id, m.source, m.stored_cluster, m.cluster),

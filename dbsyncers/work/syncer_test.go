@@ -156,7 +156,7 @@ func TestWriteClusterMismatch(t *testing.T) {
 	var offset int64
 	err := pool.QueryRow(t.Context(), `
 		SELECT count(*) OVER (), hub, reason, error, "offset", headers->>'ce_type'
-		FROM status.dead_letters`).Scan(&n, &hub, &reason, &msg, &offset, &ceType)
+		FROM stb.dead_letters`).Scan(&n, &hub, &reason, &msg, &offset, &ceType)
 	if err != nil {
 		t.Fatalf("dead letters: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestWriteClusterMismatch(t *testing.T) {
 
 	// The same status read again (a restart) leaves the one letter.
 	write(t, pool, []*bundle.Bundle{status(t, "c2", "s", "r", 1, s2, 7, nil)})
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.dead_letters`).Scan(&n); err != nil || n != 1 {
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM stb.dead_letters`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d letters after a replay of the same status (%v), want 1", n, err)
 	}
 }

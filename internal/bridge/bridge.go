@@ -128,6 +128,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if b.controlPool, err = db.Connect(ctx, cfg.DatabaseURL, controlPoolSize); err != nil {
 		return nil, err
 	}
+	if !cfg.Migrate {
+		// Migrate checked it; without it, the tables STB writes are
+		// checked here, before anything is read.
+		if err := db.CheckSchema(ctx, b.controlPool); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.AdminAddr != "" {
 		if b.replayPool, err = db.Connect(ctx, cfg.DatabaseURL, replayPoolSize); err != nil {
 			return nil, err
@@ -348,7 +355,7 @@ func (b *Bridge) addr(name string) string {
 func (b *Bridge) Gatherer() prometheus.Gatherer { return b.registry }
 
 // restoreVersions tells the conflation units the versions the database
-// holds (status.bundle_versions), as processed, at start; on assignment
+// holds (stb.bundle_versions), as processed, at start; on assignment
 // restorePartitions does it for the hubs of the assigned partitions.
 // Restoring only moves a unit's versions forward.
 func (b *Bridge) restoreVersions(ctx context.Context) (int, error) {

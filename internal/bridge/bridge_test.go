@@ -85,7 +85,7 @@ func TestShutdownBoundedWhileAJobIsBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `LOCK TABLE status.managed_clusters IN EXCLUSIVE MODE`); err != nil {
+	if _, err := lock.Exec(ctx, `LOCK TABLE stb.managed_clusters IN EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -186,7 +186,7 @@ func lockWaiters(t *testing.T, pool *pgxpool.Pool) int {
 func storedOffsets(t *testing.T, pool *pgxpool.Pool) map[int32]int64 {
 	t.Helper()
 	rows, err := pool.Query(context.Background(),
-		`SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport WHERE payload IS NOT NULL`)
+		`SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func (r *CNEResult) OK() bool { return r.Report != nil && r.Report.OK() }
 // RunCNE is Run for `stb demo --agent cne`: simulated nodes (cfg.Sim.Hubs
 // of them, cfg.Sim.Generations rounds) publish Cloud Native Events
 // (pkg/sim/cne) to the embedded broker, a bridge reading the stb and cne
-// profiles writes them, and the demo ends when status.cne_state holds
+// profiles writes them, and the demo ends when stb.cne_state holds
 // exactly the latest value of every key, showing one node's rows.
 func RunCNE(ctx context.Context, cfg Config) (*CNEResult, error) {
 	if cfg.Partitions < 1 || cfg.Timeout <= 0 || cfg.DatabaseName == "" || cfg.Out == nil || cfg.Logger == nil {
@@ -82,7 +82,7 @@ func RunCNE(ctx context.Context, cfg Config) (*CNEResult, error) {
 	say("sent %d messages: %d restarts, %d clock steps back, %d duplicates, %d late copies, %d values behind their key's latest, %d bad events",
 		e.Messages, e.Restarts, e.ClockSteps, e.Duplicates, e.LateCopies, e.Behind, e.DeadLetters)
 	if rows, err := cne.LoadNode(ctx, pool, e.Nodes[0], 12); err == nil {
-		say("status.cne_state of node %s:", e.Nodes[0])
+		say("stb.cne_state of node %s:", e.Nodes[0])
 		for _, r := range rows {
 			fmt.Fprintf(cfg.Out, "  %-52s %-58s %-12s %-14s %s\n", r.Type, r.Address, r.DataType, r.Value, r.Time.Format(time.RFC3339Nano))
 		}

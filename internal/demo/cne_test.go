@@ -16,7 +16,7 @@ func TestDemoCNEEndsVerified(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RunCNE: %v\n%s", err, out)
 	}
-	if !res.OK() || !strings.Contains(out.String(), "verified: ok") || !strings.Contains(out.String(), "status.cne_state of node node-000") {
+	if !res.OK() || !strings.Contains(out.String(), "verified: ok") || !strings.Contains(out.String(), "stb.cne_state of node node-000") {
 		t.Fatalf("not verified:\n%s", out)
 	}
 }

@@ -4,7 +4,7 @@ package bundle
 // wire profile: the type of the multicluster global-hub agent's CloudEvent
 // after transport.GlobalHubEventTypePrefix, behind this, as in
 // "globalhub.managedcluster", so that those types can never meet STB's own
-// in a conflation unit or in status.bundle_versions. The transport names
+// in a conflation unit or in stb.bundle_versions. The transport names
 // the bundles it decodes so, dbsyncers registers its syncers under such
 // names, and the simulator publishes under them.
 const GlobalHubPrefix = "globalhub."

@@ -20,11 +20,16 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// PGStore keeps positions in status.transport, one row per partition named
-// "<topic>@<partition>", and guards each row with an owner and an epoch
-// (DESIGN.md §10): Claim claims the row for this store, and Save only moves
-// rows this store still holds, so a replica that lost a partition to
-// another cannot move the position the new owner resumes from.
+// PGStore keeps positions in the global hub's status.transport, one row
+// per partition named "<topic>@<partition>" with payload
+// {"partition","offset","ownerIdentity"}: the rows upstream's manager
+// reads and writes (manager/pkg/status/conflator/conflation_committer.go,
+// pkg/transport/consumer/generic_consumer.go), so that either can resume
+// from the other's positions. The guard is STB's own, in
+// stb.partition_owners (README "Scaling out"): Claim claims a partition
+// for this store, and Save only moves positions of partitions this store
+// still holds, so a replica that lost a partition to another cannot move
+// the position the new owner resumes from.
 type PGStore struct {
 	db    DB
 	owner string
@@ -46,6 +51,16 @@ func RowName(topic string, partition int32) string {
 	return topic + "@" + strconv.FormatInt(int64(partition), 10)
 }
 
+// storedPosition is a status.transport payload as upstream's manager
+// writes it (pkg/transport's EventPosition: the topic is the row's name,
+// not a member). ownerIdentity is the Kafka cluster the offset belongs
+// to: upstream's built-in Kafka's cluster id, and the one STB writes.
+type storedPosition struct {
+	Partition     int32  `json:"partition"`
+	Offset        int64  `json:"offset"`
+	OwnerIdentity string `json:"ownerIdentity"`
+}
+
 // LostError is returned by Save for positions it did not store because
 // another owner has claimed their partitions since this store did. The
 // other positions were stored.
@@ -62,28 +77,32 @@ func (e *LostError) Error() string {
 	return fmt.Sprintf("partitions claimed by another bridge, positions not stored: %s", strings.Join(names, ", "))
 }
 
-// claimSQL makes this store the owner of a partition's row, creating it
-// without a position when there is none, and returns the position stored
-// so far (NULL for none) and the new epoch.
+// claimSQL makes this store the owner of a partition and returns the
+// position stored for it (NULL for none) and the new epoch.
 const claimSQL = `
-INSERT INTO status.transport AS t (name, payload, owner, epoch, created_at, updated_at)
-VALUES ($1, NULL, $2, 1, now(), now())
-ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, epoch = t.epoch + 1, updated_at = now()
-RETURNING t.payload, t.epoch`
+WITH claim AS (
+	INSERT INTO stb.partition_owners AS o (name, owner, epoch, claimed_at)
+	VALUES ($1, $2, 1, now())
+	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, epoch = o.epoch + 1, claimed_at = now()
+	RETURNING o.epoch
+)
+SELECT (SELECT payload FROM status.transport WHERE name = $1), epoch FROM claim`
 
 // Claim claims the partition for this store and returns its stored position;
 // ok is false when none is stored. The reader calls it when Kafka assigns
-// the partition, so the claim goes to the bridge that reads it now.
+// the partition, so the claim goes to the bridge that reads it now. The
+// position's ClusterID is the row's ownerIdentity, whoever wrote it.
 func (s *PGStore) Claim(ctx context.Context, topic string, partition int32) (p Position, ok bool, err error) {
 	name := RowName(topic, partition)
 	raw, err := s.claim(ctx, name)
 	if err != nil || raw == nil {
 		return Position{}, false, err
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	var sp storedPosition
+	if err := json.Unmarshal(raw, &sp); err != nil {
 		return Position{}, false, fmt.Errorf("decode position of %s: %w", name, err)
 	}
-	return p, true, nil
+	return Position{Topic: topic, Partition: partition, Offset: sp.Offset, ClusterID: sp.OwnerIdentity}, true, nil
 }
 
 // claim makes this store the owner of a row, records the epoch of the
@@ -99,16 +118,20 @@ func (s *PGStore) claim(ctx context.Context, name string) (payload []byte, err e
 	return payload, nil
 }
 
-// saveSQL stores positions of rows this store holds: a row is updated only
-// while its owner and epoch are the ones this store claimed it with (and
-// inserted as such should it have been deleted meanwhile). It returns the
-// names of the rows it wrote.
+// saveSQL stores the positions of the partitions this store holds: a
+// position is written only while the partition's owner and epoch are the
+// ones this store claimed it with (the owner rows are locked, in name
+// order, until the statement's transaction ends, so a claim cannot slip in
+// between). It returns the names of the rows it wrote. updated_at is UTC,
+// as the manager's are.
 const saveSQL = `
-INSERT INTO status.transport AS t (name, payload, owner, epoch, created_at, updated_at)
-SELECT n, p::jsonb, $3, e, now(), now() FROM unnest($1::text[], $2::text[], $4::bigint[]) AS s(n, p, e)
-ORDER BY n
-ON CONFLICT (name) DO UPDATE SET payload = excluded.payload, updated_at = now()
-WHERE t.owner = excluded.owner AND t.epoch = excluded.epoch
+INSERT INTO status.transport AS t (name, payload, created_at, updated_at)
+SELECT s.n, s.p::jsonb, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'
+FROM unnest($1::text[], $2::text[], $4::bigint[]) AS s(n, p, e)
+JOIN stb.partition_owners AS o ON o.name = s.n AND o.owner = $3 AND o.epoch = s.e
+ORDER BY s.n
+FOR SHARE OF o
+ON CONFLICT (name) DO UPDATE SET payload = excluded.payload, updated_at = excluded.updated_at
 RETURNING t.name`
 
 // Save stores the positions in one statement. Positions of partitions
@@ -119,7 +142,7 @@ func (s *PGStore) Save(ctx context.Context, ps []Position) error {
 	payloads := make([]string, len(ps))
 	epochs := make([]int64, len(ps))
 	for i, p := range ps {
-		b, err := json.Marshal(p)
+		b, err := json.Marshal(storedPosition{Partition: p.Partition, Offset: p.Offset, OwnerIdentity: p.ClusterID})
 		if err != nil {
 			return err
 		}

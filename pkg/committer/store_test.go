@@ -32,7 +32,7 @@ func TestPGStoreRoundTrip(t *testing.T) {
 		t.Fatalf("loaded %+v ok=%v err=%v, want status/3 at 50", p, ok, err)
 	}
 	var name, owner string
-	if err := pool.QueryRow(ctx, `SELECT name, owner FROM status.transport WHERE payload->>'offset' = '7'`).Scan(&name, &owner); err != nil || name != "status@4" || owner != "bridge-a" {
+	if err := pool.QueryRow(ctx, `SELECT t.name, o.owner FROM status.transport AS t JOIN stb.partition_owners AS o USING (name) WHERE t.payload->>'offset' = '7'`).Scan(&name, &owner); err != nil || name != "status@4" || owner != "bridge-a" {
 		t.Fatalf("row %q of %q (%v), want status@4 of bridge-a", name, owner, err)
 	}
 }

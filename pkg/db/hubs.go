@@ -12,7 +12,7 @@ import (
 )
 
 // HubState is where a hub is in its lifecycle (README "Hub lifecycle"),
-// as status.hubs.state stores it; the column's CHECK constraint and
+// as stb.hubs.state stores it; the column's CHECK constraint and
 // default say the same (TestSchemaValuesMatchGo).
 type HubState string
 
@@ -37,14 +37,14 @@ func (s HubState) Active() bool { return s == HubActive }
 // Deleted reports whether s is HubDeleted, for templates.
 func (s HubState) Deleted() bool { return s == HubDeleted }
 
-// HubAction is what a hub request does, as status.hub_requests.action
+// HubAction is what a hub request does, as stb.hub_requests.action
 // stores it.
 type HubAction string
 
 // The hub requests (README "Hub lifecycle").
 const (
 	// DeleteHub removes every row of the hub and leaves tombstones in
-	// status.bundle_versions, so that bundles of its incarnation still in
+	// stb.bundle_versions, so that bundles of its incarnation still in
 	// Kafka cannot bring it back; a newer incarnation can. The versions of
 	// key-fenced types (HubScope.KeyFenced) are removed instead: the hub's
 	// next bundle of theirs brings it back.
@@ -60,7 +60,7 @@ var AllHubActions = []HubAction{DeleteHub, ResetHub}
 
 // HubRequestChannel is the NOTIFY channel a committed request is announced
 // on, with its id as payload. Bridges LISTEN on it and also poll
-// status.hub_requests, the durable record.
+// stb.hub_requests, the durable record.
 const HubRequestChannel = "stb_hub_requests"
 
 // HubRequest asks for a hub's delete or reset.
@@ -85,7 +85,7 @@ type HubScope struct {
 	// KeyFenced are the bundle types whose bundles carry no hub-level
 	// version, only a constant one that takes equal versions: each of
 	// their rows keeps its own fence. A delete removes their
-	// status.bundle_versions rows instead of turning them into tombstones
+	// stb.bundle_versions rows instead of turning them into tombstones
 	// at the constant version, which would refuse every later bundle of
 	// the hub, of any incarnation, for good.
 	KeyFenced []string
@@ -107,10 +107,10 @@ type HubTable struct {
 
 // HubResult is what a request did.
 type HubResult struct {
-	// ID is the request's id in status.hub_requests; 0 when Skipped.
+	// ID is the request's id in stb.hub_requests; 0 when Skipped.
 	ID int64
 	// Removed counts the hub's data rows deleted (also those of
-	// HubScope.Tables), Versions its status.bundle_versions rows replaced
+	// HubScope.Tables), Versions its stb.bundle_versions rows replaced
 	// by tombstones or removed: one per type the hub had written, none
 	// for the types it never sent. A delete counts in Versions only the
 	// tombstones, and the rows of HubScope.KeyFenced types it removed in
@@ -174,7 +174,7 @@ JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE a.attname = 'hub' AND NOT a.attisdropped
   AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND n.nspname IN ('status', 'event')
+  AND n.nspname = 'stb'
   AND c.relname NOT IN ('bundle_versions', 'dead_letters', 'hub_requests')
 ORDER BY 1`
 
@@ -186,12 +186,12 @@ ORDER BY 1`
 // Bridges may be writing the hub meanwhile. The transaction takes the
 // hub's version rows first, in type order, as every bridge's version
 // fence takes the row of the type it writes before anything else of the
-// hub, then the hub's row of status.hubs, which the fence takes next: a
+// hub, then the hub's row of stb.hubs, which the fence takes next: a
 // write in progress, also of a type new to the hub, finishes before the
 // rows are tombstoned and removed, and one that comes after finds the
 // tombstone of its type and writes nothing. A delete leaves tombstones
 // only for the types the hub had written (its rows of
-// status.bundle_versions), never for types it never sent, which would
+// stb.bundle_versions), never for types it never sent, which would
 // outlive its return as versions it never had; so a bundle of the old
 // incarnation of a type the hub had never written, being written at that
 // very moment, can land after the delete (a bridge's memory fences the
@@ -244,7 +244,7 @@ func ApplyHubRequest(ctx context.Context, pool interface {
 			tomb = strconv.FormatUint(res.Tombstone, 10)
 		}
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO status.hub_requests (hub, action, requested_by, removed, tombstone)
+			INSERT INTO stb.hub_requests (hub, action, requested_by, removed, tombstone)
 			VALUES ($1, $2, $3, $4, $5::numeric) RETURNING id`,
 			req.Hub, string(req.Action), req.RequestedBy, res.Removed, tomb).Scan(&res.ID); err != nil {
 			return fmt.Errorf("record the request: %w", err)
@@ -270,8 +270,8 @@ var errSkip = errors.New("skip")
 func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult) error {
 	if req.Action == ResetHub {
 		tag, err := tx.Exec(ctx, `
-			DELETE FROM status.bundle_versions WHERE (hub, bundle_type) IN (
-				SELECT hub, bundle_type FROM status.bundle_versions
+			DELETE FROM stb.bundle_versions WHERE (hub, bundle_type) IN (
+				SELECT hub, bundle_type FROM stb.bundle_versions
 				WHERE hub = $1 ORDER BY bundle_type FOR UPDATE)`, req.Hub)
 		if err != nil {
 			return fmt.Errorf("remove versions: %w", err)
@@ -280,7 +280,7 @@ func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult
 		return nil
 	}
 	if _, err := tx.Exec(ctx, `
-		SELECT FROM status.bundle_versions WHERE hub = $1 ORDER BY bundle_type FOR UPDATE`, req.Hub); err != nil {
+		SELECT FROM stb.bundle_versions WHERE hub = $1 ORDER BY bundle_type FOR UPDATE`, req.Hub); err != nil {
 		return fmt.Errorf("lock versions: %w", err)
 	}
 	return nil
@@ -289,20 +289,20 @@ func lockVersions(ctx context.Context, tx pgx.Tx, req HubRequest, res *HubResult
 // leaveTombstonesSQL turns every version row of the hub but those of the
 // key-fenced types ($3) into a tombstone at the newest incarnation among
 // them and the largest generation, and returns that incarnation once per
-// row. It runs once the hub's row of status.hubs is locked, so that the
+// row. It runs once the hub's row of stb.hubs is locked, so that the
 // rows of writes that were in progress are there (committed) too. A row
 // locked by a writer that started after that lock is skipped: that writer
 // waits for the hub's row, which this transaction holds, and waiting for
 // its row in turn would deadlock.
 const leaveTombstonesSQL = `
 WITH v AS (
-	SELECT bundle_type, incarnation FROM status.bundle_versions
+	SELECT bundle_type, incarnation FROM stb.bundle_versions
 	WHERE hub = $1 AND bundle_type <> ALL ($3::text[])
 	ORDER BY bundle_type FOR UPDATE SKIP LOCKED
 ), m AS (
 	SELECT max(incarnation) AS inc FROM v
 )
-UPDATE status.bundle_versions AS b SET
+UPDATE stb.bundle_versions AS b SET
 	incarnation = m.inc, generation = $2::numeric,
 	topic = '', "partition" = -1, "offset" = -1, applied_at = now()
 FROM v, m
@@ -314,9 +314,9 @@ RETURNING m.inc::text`
 // started after the hub was locked lands after the delete, as the hub's
 // next bundle would.
 const dropKeyFencedSQL = `
-DELETE FROM status.bundle_versions AS b
+DELETE FROM stb.bundle_versions AS b
 USING (
-	SELECT bundle_type FROM status.bundle_versions
+	SELECT bundle_type FROM stb.bundle_versions
 	WHERE hub = $1 AND bundle_type = ANY ($2::text[])
 	ORDER BY bundle_type FOR UPDATE SKIP LOCKED
 ) AS v
@@ -355,14 +355,14 @@ func leaveTombstones(ctx context.Context, tx pgx.Tx, hub string, keyFenced []str
 // markHub sets the hub's state for the request and returns the state it
 // had ("" for a hub without a row), or skip when InactiveFor rules it out.
 func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (prev HubState, skip bool, err error) {
-	err = tx.QueryRow(ctx, `SELECT state FROM status.hubs WHERE name = $1 FOR UPDATE`, req.Hub).Scan(&prev)
+	err = tx.QueryRow(ctx, `SELECT state FROM stb.hubs WHERE name = $1 FOR UPDATE`, req.Hub).Scan(&prev)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return "", false, fmt.Errorf("lock hub: %w", err)
 	}
 	if req.InactiveFor > 0 {
 		var ok bool
 		if err := tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM status.hubs WHERE name = $1 AND state = $3
+			SELECT EXISTS (SELECT 1 FROM stb.hubs WHERE name = $1 AND state = $3
 				AND state_since <= now() - make_interval(secs => $2))`,
 			req.Hub, req.InactiveFor.Seconds(), string(HubInactive)).Scan(&ok); err != nil {
 			return "", false, fmt.Errorf("check inactive: %w", err)
@@ -375,7 +375,7 @@ func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (prev HubState, ski
 		return prev, false, nil
 	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO status.hubs AS h (name, state, state_since) VALUES ($1, $2, now())
+		INSERT INTO stb.hubs AS h (name, state, state_since) VALUES ($1, $2, now())
 		ON CONFLICT (name) DO UPDATE SET
 			state = excluded.state, updated_at = now(),
 			state_since = CASE WHEN h.state = excluded.state THEN h.state_since ELSE now() END`, req.Hub, string(HubDeleted)); err != nil {
@@ -419,7 +419,7 @@ func deleteHubRows(ctx context.Context, tx pgx.Tx, hub string, families []HubTab
 	return n, nil
 }
 
-// HubRequestRecord is a request as status.hub_requests holds it.
+// HubRequestRecord is a request as stb.hub_requests holds it.
 type HubRequestRecord struct {
 	ID     int64
 	Hub    string
@@ -433,7 +433,7 @@ func LastHubRequest(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (int64, error) {
 	var id int64
-	if err := q.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM status.hub_requests`).Scan(&id); err != nil {
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM stb.hub_requests`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("db: last hub request: %w", err)
 	}
 	return id, nil
@@ -442,7 +442,7 @@ func LastHubRequest(ctx context.Context, q interface {
 // HubRequestsAfter returns the requests with an id above after, oldest
 // first.
 func HubRequestsAfter(ctx context.Context, q Querier, after int64) ([]HubRequestRecord, error) {
-	rows, err := q.Query(ctx, `SELECT id, hub, action FROM status.hub_requests WHERE id > $1 ORDER BY id`, after)
+	rows, err := q.Query(ctx, `SELECT id, hub, action FROM stb.hub_requests WHERE id > $1 ORDER BY id`, after)
 	if err != nil {
 		return nil, fmt.Errorf("db: hub requests: %w", err)
 	}
@@ -462,7 +462,7 @@ func HubRequestsAfter(ctx context.Context, q Querier, after int64) ([]HubRequest
 func LoadHubVersions(ctx context.Context, q Querier, hub string) ([]StoredVersion, error) {
 	return loadVersions(ctx, q, `
 		SELECT `+versionColumns+`
-		FROM status.bundle_versions WHERE hub = $1
+		FROM stb.bundle_versions WHERE hub = $1
 		ORDER BY bundle_type`, hub)
 }
 
@@ -471,9 +471,9 @@ func LoadHubVersions(ctx context.Context, q Querier, hub string) ([]StoredVersio
 // never sent one) and returns how many it marked.
 func MarkInactiveHubs(ctx context.Context, e Execer, after time.Duration) (int64, error) {
 	tag, err := e.Exec(ctx, `
-		UPDATE status.hubs h SET state = $2, state_since = now()
+		UPDATE stb.hubs h SET state = $2, state_since = now()
 		WHERE h.state = $3
-		  AND coalesce((SELECT hb.received_at FROM status.hub_heartbeats hb WHERE hb.hub = h.name),
+		  AND coalesce((SELECT hb.received_at FROM stb.hub_heartbeats hb WHERE hb.hub = h.name),
 		               h.state_since) < now() - make_interval(secs => $1)`, after.Seconds(), string(HubInactive), string(HubActive))
 	if err != nil {
 		return 0, fmt.Errorf("db: mark inactive hubs: %w", err)
@@ -484,7 +484,7 @@ func MarkInactiveHubs(ctx context.Context, e Execer, after time.Duration) (int64
 // HubsInactiveFor returns the hubs inactive for at least d, oldest first.
 func HubsInactiveFor(ctx context.Context, q Querier, d time.Duration) ([]string, error) {
 	rows, err := q.Query(ctx, `
-		SELECT name FROM status.hubs
+		SELECT name FROM stb.hubs
 		WHERE state = $2 AND state_since <= now() - make_interval(secs => $1)
 		ORDER BY state_since`, d.Seconds(), string(HubInactive))
 	if err != nil {
@@ -502,10 +502,10 @@ type HubStates struct {
 	Active, Inactive, Deleted int64
 }
 
-// CountHubStates counts status.hubs by state.
+// CountHubStates counts stb.hubs by state.
 func CountHubStates(ctx context.Context, q Querier) (HubStates, error) {
 	var s HubStates
-	rows, err := q.Query(ctx, `SELECT state, count(*) FROM status.hubs GROUP BY state`)
+	rows, err := q.Query(ctx, `SELECT state, count(*) FROM stb.hubs GROUP BY state`)
 	if err != nil {
 		return s, fmt.Errorf("db: count hubs: %w", err)
 	}
@@ -533,7 +533,7 @@ func CountHubStates(ctx context.Context, q Querier) (HubStates, error) {
 	return s, nil
 }
 
-// HubStatus is a hub's row of status.hubs.
+// HubStatus is a hub's row of stb.hubs.
 type HubStatus struct {
 	State HubState
 	Since time.Time
@@ -543,7 +543,7 @@ type HubStatus struct {
 func LoadHubStatus(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, hub string) (st HubStatus, ok bool, err error) {
-	err = q.QueryRow(ctx, `SELECT state, state_since FROM status.hubs WHERE name = $1`, hub).Scan(&st.State, &st.Since)
+	err = q.QueryRow(ctx, `SELECT state, state_since FROM stb.hubs WHERE name = $1`, hub).Scan(&st.State, &st.Since)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, false, nil
 	}
@@ -553,10 +553,10 @@ func LoadHubStatus(ctx context.Context, q interface {
 	return st, true, nil
 }
 
-// SearchHubs returns the names in status.hubs that contain part, sorted,
+// SearchHubs returns the names in stb.hubs that contain part, sorted,
 // at most limit of them.
 func SearchHubs(ctx context.Context, q Querier, part string, limit int) ([]string, error) {
-	rows, err := q.Query(ctx, `SELECT name FROM status.hubs WHERE strpos(name, $1) > 0 ORDER BY name LIMIT $2`, part, limit)
+	rows, err := q.Query(ctx, `SELECT name FROM stb.hubs WHERE strpos(name, $1) > 0 ORDER BY name LIMIT $2`, part, limit)
 	if err != nil {
 		return nil, fmt.Errorf("db: search hubs: %w", err)
 	}
@@ -567,7 +567,7 @@ func SearchHubs(ctx context.Context, q Querier, part string, limit int) ([]strin
 	return names, nil
 }
 
-// HubWrite is what status.bundle_versions says of one type of a hub: the
+// HubWrite is what stb.bundle_versions says of one type of a hub: the
 // version written, how long ago, and from where (Offset -1 for a
 // tombstone).
 type HubWrite struct {
@@ -577,14 +577,14 @@ type HubWrite struct {
 	AgeSec               float64
 }
 
-// LoadHubWrites returns the hub's rows of status.bundle_versions, by type:
+// LoadHubWrites returns the hub's rows of stb.bundle_versions, by type:
 // how fresh each type of the hub is in the database, whichever replica
 // wrote it.
 func LoadHubWrites(ctx context.Context, q Querier, hub string) ([]HubWrite, error) {
 	rows, err := q.Query(ctx, `
 		SELECT bundle_type, incarnation::text || '.' || generation::text, topic, "partition", "offset",
 		       extract(epoch FROM now() - applied_at)::float8
-		FROM status.bundle_versions WHERE hub = $1 ORDER BY bundle_type`, hub)
+		FROM stb.bundle_versions WHERE hub = $1 ORDER BY bundle_type`, hub)
 	if err != nil {
 		return nil, fmt.Errorf("db: versions of hub %q: %w", hub, err)
 	}

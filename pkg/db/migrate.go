@@ -49,6 +49,15 @@ func Migrate(ctx context.Context, url string, logger *zap.Logger) (from, to int3
 		return 0, 0, fmt.Errorf("db: migrate: take advisory lock: %w", err)
 	}
 
+	switch legacy, err := legacyLayout(ctx, conn); {
+	case err != nil:
+		return 0, 0, fmt.Errorf("db: migrate: look for an earlier layout: %w", err)
+	case legacy:
+		return 0, 0, fmt.Errorf("db: migrate: the database holds STB's tables from before they moved to schema stb "+
+			"(status.bundle_versions exists): this STB writes the global hub's own tables and cannot take that layout over; "+
+			"migrate into a new database (its positions and versions start again from Kafka) or drop the old schemas status and event and %s", VersionTable)
+	}
+
 	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
 	if err != nil {
 		return 0, 0, fmt.Errorf("db: migrate: prepare %s: %w", VersionTable, err)
@@ -70,7 +79,7 @@ func Migrate(ctx context.Context, url string, logger *zap.Logger) (from, to int3
 	}
 	if from == latest {
 		logger.Debug("database schema is up to date", zap.Int32("version", from))
-		return from, from, nil
+		return from, from, CheckSchema(ctx, conn)
 	}
 
 	m.OnStart = func(seq int32, name, direction, _ string) {
@@ -85,5 +94,8 @@ func Migrate(ctx context.Context, url string, logger *zap.Logger) (from, to int3
 		return from, from, fmt.Errorf("db: migrate: read new version: %w", err)
 	}
 	logger.Info("database schema migrated", zap.Int32("from", from), zap.Int32("to", to))
+	if err := CheckSchema(ctx, conn); err != nil {
+		return from, to, err
+	}
 	return from, to, nil
 }

@@ -43,8 +43,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	for _, table := range []string{"status.hubs", "status.hub_heartbeats", "status.managed_clusters",
-		"status.bundle_versions", "status.transport", "status.dead_letters"} {
+	for _, table := range []string{"stb.hubs", "stb.hub_heartbeats", "stb.managed_clusters",
+		"stb.bundle_versions", "status.transport", "stb.dead_letters"} {
 		var ok bool
 		if err := conn.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", table).Scan(&ok); err != nil || !ok {
 			t.Errorf("table %s missing after Migrate (%v)", table, err)

@@ -29,12 +29,12 @@ type checkedColumn struct {
 // the column's default where it has one. The migrations and the Go
 // constants are written by hand; this table is what ties them together.
 var checkedColumns = []checkedColumn{
-	{"status.hubs.state", "db.HubState", strs(db.AllHubStates), string(db.HubActive), true},
-	{"status.hub_requests.action", "db.HubAction", strs(db.AllHubActions), "", false},
-	{"status.dead_letters.replay_outcome", "deadletter.ReplayOutcome", storedOutcomes(), string(deadletter.NotReplayed), true},
-	{"status.compliance.compliance", "dbsyncers.ComplianceState", stringers(dbsyncers.AllComplianceStates), "", false},
-	{"event.local_policy_events.kind", "dbsyncers.PolicyEventKind", strs(dbsyncers.AllPolicyEventKinds), "", false},
-	{"status.cne_state.value_type", "cne.ValueType", strs(cne.AllValueTypes), "", false},
+	{"stb.hubs.state", "db.HubState", strs(db.AllHubStates), string(db.HubActive), true},
+	{"stb.hub_requests.action", "db.HubAction", strs(db.AllHubActions), "", false},
+	{"stb.dead_letters.replay_outcome", "deadletter.ReplayOutcome", storedOutcomes(), string(deadletter.NotReplayed), true},
+	// STB's own wire format has no pending (README "Wire format").
+	{"stb.compliance.compliance", "dbsyncers.ComplianceState", stbComplianceStates(), "", false},
+	{"stb.cne_state.value_type", "cne.ValueType", strs(cne.AllValueTypes), "", false},
 }
 
 // TestSchemaValuesMatchGo checks, on a database the migrations built,
@@ -56,7 +56,7 @@ func TestSchemaValuesMatchGo(t *testing.T) {
 		JOIN pg_namespace n ON n.oid = r.relnamespace
 		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
 		LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-		WHERE c.contype = 'c' AND cardinality(c.conkey) = 1 AND n.nspname IN ('status', 'event')
+		WHERE c.contype = 'c' AND cardinality(c.conkey) = 1 AND n.nspname IN ('stb', 'work')
 		ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +99,33 @@ func TestSchemaValuesMatchGo(t *testing.T) {
 			t.Errorf("%s has a CHECK constraint listing values (%s) that no Go type is tied to: add it to checkedColumns", col, c.def)
 		}
 	}
+}
+
+// TestSchemaEnumsMatchGo checks that the global hub's compliance enum,
+// which upstream's operator defines (1.schemas.sql: compliant,
+// non_compliant, pending, unknown) and the global-hub handlers write, has
+// exactly the states of dbsyncers.ComplianceState.
+func TestSchemaEnumsMatchGo(t *testing.T) {
+	pool, _ := dbtest.New(t)
+	var labels []string
+	if err := pool.QueryRow(t.Context(),
+		`SELECT array_agg(enumlabel::text ORDER BY enumsortorder) FROM pg_enum WHERE enumtypid = 'local_status.compliance_type'::regtype`).Scan(&labels); err != nil {
+		t.Fatal(err)
+	}
+	if want := stringers(dbsyncers.AllComplianceStates); !slices.Equal(sorted(labels), sorted(want)) {
+		t.Errorf("local_status.compliance_type is %q, dbsyncers.ComplianceState has %q", labels, want)
+	}
+}
+
+// stbComplianceStates are the states of STB's own compliance table.
+func stbComplianceStates() []string {
+	var out []string
+	for _, s := range dbsyncers.AllComplianceStates {
+		if s != dbsyncers.PendingCompliance {
+			out = append(out, s.String())
+		}
+	}
+	return out
 }
 
 // textLiteral matches one text literal of a constraint or a default as
@@ -144,7 +171,7 @@ func stringers[T fmt.Stringer](vs []T) []string {
 	return out
 }
 
-// storedOutcomes are the replay outcomes status.dead_letters keeps: every
+// storedOutcomes are the replay outcomes stb.dead_letters keeps: every
 // one that is stored, and NotReplayed.
 func storedOutcomes() []string {
 	out := []string{string(deadletter.NotReplayed)}

@@ -24,7 +24,7 @@ type Execer interface {
 }
 
 // StoredVersion is the version of the last bundle of one type written for
-// one hub, as recorded in status.bundle_versions.
+// one hub, as recorded in stb.bundle_versions.
 type StoredVersion struct {
 	Hub     string
 	Type    string
@@ -49,7 +49,7 @@ type StoredVersion struct {
 func LoadVersions(ctx context.Context, q Querier) ([]StoredVersion, error) {
 	return loadVersions(ctx, q, `
 		SELECT `+versionColumns+`
-		FROM status.bundle_versions
+		FROM stb.bundle_versions
 		ORDER BY hub, bundle_type`)
 }
 
@@ -66,9 +66,9 @@ func PartitionVersions(ctx context.Context, q Querier, topics []string, partitio
 	}
 	return loadVersions(ctx, q, `
 		SELECT `+versionColumns+`
-		FROM status.bundle_versions
+		FROM stb.bundle_versions
 		WHERE hub IN (
-			SELECT v.hub FROM status.bundle_versions v
+			SELECT v.hub FROM stb.bundle_versions v
 			JOIN unnest($1::text[], $2::integer[]) AS a(topic, p) ON v.topic = a.topic AND v."partition" = a.p)
 		ORDER BY hub, bundle_type`, topics, partitions)
 }
@@ -109,7 +109,7 @@ func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]
 func LoadVersion(ctx context.Context, q Querier, hub, typ string) (StoredVersion, bool, error) {
 	vs, err := loadVersions(ctx, q, `
 		SELECT `+versionColumns+`
-		FROM status.bundle_versions
+		FROM stb.bundle_versions
 		WHERE hub = $1 AND bundle_type = $2`, hub, typ)
 	if err != nil || len(vs) == 0 {
 		return StoredVersion{}, false, err

@@ -28,7 +28,7 @@ func TestLoadVersions(t *testing.T) {
 	}
 	for _, sv := range stored {
 		if _, err := pool.Exec(ctx, `
-			INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", run_ids, start_frames)
+			INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", run_ids, start_frames)
 			VALUES ($1, $2, $3::text::numeric, $4::text::numeric, $5, $6, $7, $8, $9)`,
 			sv.Hub, sv.Type, strconv.FormatUint(sv.Version.Incarnation, 10),
 			strconv.FormatUint(sv.Version.Generation, 10),

@@ -21,7 +21,7 @@ import (
 func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 	pool, _ := dbtest.New(t)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `ALTER TABLE status.dead_letters RENAME TO dead_letters_away`); err != nil {
+	if _, err := pool.Exec(ctx, `ALTER TABLE stb.dead_letters RENAME TO dead_letters_away`); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultQueueConfig()
@@ -115,7 +115,7 @@ func TestQueueStoreHasADeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := blocker.Exec(ctx, `LOCK TABLE status.dead_letters IN ACCESS EXCLUSIVE MODE`); err != nil {
+	if _, err := blocker.Exec(ctx, `LOCK TABLE stb.dead_letters IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultQueueConfig()

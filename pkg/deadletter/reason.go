@@ -1,7 +1,7 @@
 package deadletter
 
 // Reason says why a message or bundle was dead-lettered. It is stored in
-// status.dead_letters.reason and used as a metric label, so the list is
+// stb.dead_letters.reason and used as a metric label, so the list is
 // short and fixed: every reason the bridge gives is one of these.
 type Reason string
 

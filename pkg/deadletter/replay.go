@@ -2,7 +2,7 @@ package deadletter
 
 // ReplayOutcome is how a replay of a dead letter ended (`stb deadletters
 // replay`, the console's replay buttons). Every outcome but ReplaySkipped
-// is stored in status.dead_letters.replay_outcome, whose CHECK constraint
+// is stored in stb.dead_letters.replay_outcome, whose CHECK constraint
 // lists exactly the stored ones (TestSchemaValuesMatchGo in pkg/db).
 type ReplayOutcome string
 
@@ -28,7 +28,7 @@ const (
 // ReplayOutcomes lists every outcome of a replay, NotReplayed aside.
 var ReplayOutcomes = []ReplayOutcome{ReplayApplied, ReplayStale, ReplayFailed, ReplaySkipped}
 
-// Stored reports whether status.dead_letters.replay_outcome holds o.
+// Stored reports whether stb.dead_letters.replay_outcome holds o.
 func (o ReplayOutcome) Stored() bool { return o != ReplaySkipped }
 
 // ReplaySource says where a replay had a letter's event from.

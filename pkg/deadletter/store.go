@@ -111,7 +111,7 @@ func List(ctx context.Context, db Querier, f Filter) ([]Row, error) {
 	}
 	q := `SELECT id, hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, coalesce(data, ''::bytea),
 	created_at, coalesce(replayed_at, 'epoch'::timestamptz), replay_outcome
-FROM status.dead_letters WHERE ` + where + ` ORDER BY ` + order
+FROM stb.dead_letters WHERE ` + where + ` ORDER BY ` + order
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -153,7 +153,7 @@ type ReasonCount struct {
 // CountByReason counts the dead letters per reason, most first.
 func CountByReason(ctx context.Context, db Querier) ([]ReasonCount, error) {
 	rows, err := db.Query(ctx, `SELECT reason, count(*), count(*) FILTER (WHERE created_at > now() - interval '1 hour'), max(created_at)
-FROM status.dead_letters GROUP BY reason ORDER BY count(*) DESC, reason`)
+FROM stb.dead_letters GROUP BY reason ORDER BY count(*) DESC, reason`)
 	if err != nil {
 		return nil, fmt.Errorf("count dead letters: %w", err)
 	}
@@ -175,7 +175,7 @@ FROM status.dead_letters GROUP BY reason ORDER BY count(*) DESC, reason`)
 // left of a replay that stopped at its cap, for instance.
 func Count(ctx context.Context, db Querier, f Filter) (int64, error) {
 	where, args := f.where()
-	rows, err := db.Query(ctx, `SELECT count(*) FROM status.dead_letters WHERE `+where, args...)
+	rows, err := db.Query(ctx, `SELECT count(*) FROM stb.dead_letters WHERE `+where, args...)
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)
 	}
@@ -189,7 +189,7 @@ func Count(ctx context.Context, db Querier, f Filter) (int64, error) {
 // CountRecent counts the dead letters stored in the last d (by the
 // database's clock): what the console's overview shows for the last hour.
 func CountRecent(ctx context.Context, db Querier, d time.Duration) (int64, error) {
-	rows, err := db.Query(ctx, `SELECT count(*) FROM status.dead_letters WHERE created_at > now() - $1::float8 * interval '1 second'`, d.Seconds())
+	rows, err := db.Query(ctx, `SELECT count(*) FROM stb.dead_letters WHERE created_at > now() - $1::float8 * interval '1 second'`, d.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("count recent dead letters: %w", err)
 	}
@@ -208,7 +208,7 @@ func Purge(ctx context.Context, db Querier, f Filter) (int64, error) {
 		return 0, fmt.Errorf("purge dead letters: a time before which to purge is required")
 	}
 	where, args := f.where()
-	tag, err := db.Exec(ctx, `DELETE FROM status.dead_letters WHERE `+where, args...)
+	tag, err := db.Exec(ctx, `DELETE FROM stb.dead_letters WHERE `+where, args...)
 	if err != nil {
 		return 0, fmt.Errorf("purge dead letters: %w", err)
 	}
@@ -227,10 +227,10 @@ func MarkReplayed(ctx context.Context, db Querier, id int64, outcome ReplayOutco
 		if cause != nil {
 			msg = redact.Cap(clean(cause.Error()), maxHeaderBytes)
 		}
-		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2, reason = $3, error = $4 WHERE id = $1`,
+		_, err = db.Exec(ctx, `UPDATE stb.dead_letters SET replayed_at = now(), replay_outcome = $2, reason = $3, error = $4 WHERE id = $1`,
 			id, string(outcome), string(reason), msg)
 	} else {
-		_, err = db.Exec(ctx, `UPDATE status.dead_letters SET replayed_at = now(), replay_outcome = $2 WHERE id = $1`, id, string(outcome))
+		_, err = db.Exec(ctx, `UPDATE stb.dead_letters SET replayed_at = now(), replay_outcome = $2 WHERE id = $1`, id, string(outcome))
 	}
 	if err != nil {
 		return fmt.Errorf("mark dead letter %d replayed: %w", id, err)

@@ -87,7 +87,7 @@ func NewWriter(db DB) *Writer { return &Writer{db: db} }
 // twice, or a batch retried after a part of it was stored, is
 // dead-lettered once.
 const insertLetters = `
-INSERT INTO status.dead_letters (hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, data)
+INSERT INTO stb.dead_letters (hub, bundle_type, version, topic, "partition", "offset", reason, error, headers, data)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::bytea[])
 ON CONFLICT (topic, "partition", "offset", hub, bundle_type) DO NOTHING`
 

@@ -33,7 +33,7 @@ func TestWriteHostileMessage(t *testing.T) {
 	var hub, typ, reason string
 	var off int64
 	var dataLen int
-	if err := pool.QueryRow(ctx, `SELECT hub, bundle_type, reason, "offset", length(data) FROM status.dead_letters`).Scan(&hub, &typ, &reason, &off, &dataLen); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT hub, bundle_type, reason, "offset", length(data) FROM stb.dead_letters`).Scan(&hub, &typ, &reason, &off, &dataLen); err != nil {
 		t.Fatal(err)
 	}
 	if len(hub) > maxKeyBytes+len("…") || !strings.HasPrefix(hub, "hhhh") {
@@ -57,7 +57,7 @@ func countLetters(t *testing.T, db interface {
 }) (rows, distinct int) {
 	t.Helper()
 	if err := db.QueryRow(context.Background(),
-		`SELECT count(*), count(DISTINCT (topic, "partition", "offset")) FROM status.dead_letters`).Scan(&rows, &distinct); err != nil {
+		`SELECT count(*), count(DISTINCT (topic, "partition", "offset")) FROM stb.dead_letters`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	return rows, distinct
@@ -110,7 +110,7 @@ func TestWriteFailsAsAWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make the next insert fail part-way: a check that refuses offset 4.
-	if _, err := tx.Exec(ctx, `ALTER TABLE status.dead_letters ADD CONSTRAINT no4 CHECK ("offset" <> 4)`); err != nil {
+	if _, err := tx.Exec(ctx, `ALTER TABLE stb.dead_letters ADD CONSTRAINT no4 CHECK ("offset" <> 4)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Write(ctx, letterAt(3), letterAt(4), letterAt(5)); err == nil {

@@ -1,5 +1,5 @@
 // Package redact edits text before it leaves the process — a log line, a
-// page of the console, a row of status.dead_letters — so that it holds no
+// page of the console, a row of stb.dead_letters — so that it holds no
 // secret and stays within a bound.
 //
 // Error hides secrets in an error's text while the error still unwraps to

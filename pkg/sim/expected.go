@@ -48,10 +48,10 @@ type Expected struct {
 // HubState is the final state of one hub.
 type HubState struct {
 	// Versions maps each bundle type to the version of the last bundle of
-	// that type the hub sent: what status.bundle_versions must hold.
+	// that type the hub sent: what stb.bundle_versions must hold.
 	Versions map[string]bundle.Version
 	// VersionsAtMost maps the delta types whose version is uncertain to
-	// the last one sent: status.bundle_versions may hold no row for such a
+	// the last one sent: stb.bundle_versions may hold no row for such a
 	// type, or one no newer than this. A compliancedelta's version is
 	// uncertain when a compliance report was sent after the last delta:
 	// the deltas before it may each have been applied or dropped, their
@@ -59,19 +59,19 @@ type HubState struct {
 	// or here, never in both; nil when there is none.
 	VersionsAtMost map[string]bundle.Version
 	// Heartbeat says whether the hub sent a heartbeat, so that
-	// status.hub_heartbeats must have its row.
+	// stb.hub_heartbeats must have its row.
 	Heartbeat bool
 	// ManagedClusters maps cluster names to the clusters of the hub's last
-	// managedclusters snapshot: status.managed_clusters must hold exactly
+	// managedclusters snapshot: stb.managed_clusters must hold exactly
 	// these.
 	ManagedClusters map[string]Cluster
 	// Compliance maps policy ids and cluster names to compliance states:
-	// status.compliance must hold exactly these rows. The pairs are those
+	// stb.compliance must hold exactly these rows. The pairs are those
 	// of the hub's last clusterspolicies bundle; the states those of its
 	// last compliance report with the deltas sent after it applied.
 	Compliance map[string]map[string]ComplianceState
 	// Events maps policy ids and cluster names to the names of the policy
-	// events the hub sent about them, sorted: event.policy_events must
+	// events the hub sent about them, sorted: stb.policy_events must
 	// hold exactly these, each once.
 	Events map[string]map[string][]string
 	// The global-hub agent's only (Config.Agent globalhub); empty for the
@@ -98,7 +98,7 @@ type HubState struct {
 	AlertCounts map[string]AlertCounts
 	// Migrations maps migration ids and stages to the last report of each
 	// since the hub's last report with resync set:
-	// status.cluster_migrations must hold exactly these.
+	// stb.cluster_migrations must hold exactly these.
 	Migrations map[string]map[string]Migration
 	// HubClusterID and HubInfo are the clusterId and the data of the last
 	// managedhub.info with a clusterId: status.hub_info must hold them,
@@ -110,7 +110,7 @@ type HubState struct {
 	Restarts int
 }
 
-// ComplianceRows returns the number of rows of status.compliance the hub
+// ComplianceRows returns the number of rows of stb.compliance the hub
 // must have.
 func (h *HubState) ComplianceRows() int {
 	n := 0
@@ -120,7 +120,7 @@ func (h *HubState) ComplianceRows() int {
 	return n
 }
 
-// PolicyEvents returns the number of rows of event.policy_events the hub
+// PolicyEvents returns the number of rows of stb.policy_events the hub
 // must have.
 func (h *HubState) PolicyEvents() int {
 	n := 0
@@ -149,7 +149,7 @@ type AlertCounts struct {
 	DetailURL string `json:"detailUrl"`
 }
 
-// Migration is a row of status.cluster_migrations: the report's error
+// Migration is a row of stb.cluster_migrations: the report's error
 // message and its whole data.
 type Migration struct {
 	ErrorMessage string          `json:"errorMessage,omitempty"`
@@ -324,7 +324,7 @@ func (e *Expected) Clusters() int {
 	return n
 }
 
-// ComplianceRows returns the number of rows of status.compliance over all
+// ComplianceRows returns the number of rows of stb.compliance over all
 // hubs.
 func (e *Expected) ComplianceRows() int {
 	n := 0
@@ -334,7 +334,7 @@ func (e *Expected) ComplianceRows() int {
 	return n
 }
 
-// PolicyEvents returns the number of rows of event.policy_events over all
+// PolicyEvents returns the number of rows of stb.policy_events over all
 // hubs.
 func (e *Expected) PolicyEvents() int {
 	n := 0

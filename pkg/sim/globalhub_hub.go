@@ -192,7 +192,7 @@ type ghMigrations struct {
 	clusters []string
 	// reports are those of the current round.
 	reports []ghMigrationReport
-	// rows are what status.cluster_migrations must hold: by migration id
+	// rows are what stb.cluster_migrations must hold: by migration id
 	// and stage, the last report, since the last resync report.
 	rows                map[string]map[string]Migration
 	lastID, lastStage   string

@@ -7,7 +7,7 @@ import (
 )
 
 // ComplianceState is how a cluster complies with a policy, spelled as
-// status.compliance stores it.
+// stb.compliance stores it.
 type ComplianceState string
 
 // The compliance states.
@@ -317,7 +317,7 @@ func (m *policyModel) isPlaced(pr pair) bool {
 }
 
 // compliance returns the hub's view of compliance per policy id and
-// cluster: the rows status.compliance must hold. Policies placed on no
+// cluster: the rows stb.compliance must hold. Policies placed on no
 // cluster have no rows and are left out.
 func (m *policyModel) compliance() map[string]map[string]ComplianceState {
 	out := make(map[string]map[string]ComplianceState, len(m.policies))

@@ -79,8 +79,8 @@ func TestRunVerifies(t *testing.T) {
 
 	// A row taken back to an older value is reported.
 	if _, err := pool.Exec(t.Context(), `
-		UPDATE status.cne_state SET value_text = 'FREERUN', event_time_ns = event_time_ns - 1
-		WHERE (event_type, resource_address, data_type) IN (SELECT event_type, resource_address, data_type FROM status.cne_state
+		UPDATE stb.cne_state SET value_text = 'FREERUN', event_time_ns = event_time_ns - 1
+		WHERE (event_type, resource_address, data_type) IN (SELECT event_type, resource_address, data_type FROM stb.cne_state
 			WHERE value_type = 'enumeration' LIMIT 1)`); err != nil {
 		t.Fatal(err)
 	}

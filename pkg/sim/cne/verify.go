@@ -43,15 +43,15 @@ func (r *Report) add(format string, args ...any) {
 	}
 }
 
-// Verify compares status.cne_state's rows of the expected nodes, and the
+// Verify compares stb.cne_state's rows of the expected nodes, and the
 // family's dead letters, with exp.
 func Verify(ctx context.Context, db Querier, exp *Expected) (*Report, error) {
 	rep := &Report{Rows: len(exp.Rows), Nodes: len(exp.Nodes), DeadLetters: exp.DeadLetters}
 	rows, err := db.Query(ctx, `
 		SELECT event_type, resource_address, data_type, hub, value_type, coalesce(value_text, ''), event_time_ns
-		FROM status.cne_state WHERE hub = ANY ($1)`, exp.Nodes)
+		FROM stb.cne_state WHERE hub = ANY ($1)`, exp.Nodes)
 	if err != nil {
-		return nil, fmt.Errorf("read status.cne_state: %w", err)
+		return nil, fmt.Errorf("read stb.cne_state: %w", err)
 	}
 	seen := make(map[string]bool, len(exp.Rows))
 	for rows.Next() {
@@ -73,7 +73,7 @@ func Verify(ctx context.Context, db Querier, exp *Expected) (*Report, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read status.cne_state: %w", err)
+		return nil, fmt.Errorf("read stb.cne_state: %w", err)
 	}
 	for _, k := range exp.sortedKeys() {
 		if !seen[k] {
@@ -82,9 +82,9 @@ func Verify(ctx context.Context, db Querier, exp *Expected) (*Report, error) {
 	}
 	// The bad events' letters: the family names itself in their error.
 	var letters int
-	lrows, err := db.Query(ctx, `SELECT count(*) FROM status.dead_letters WHERE topic = $1 AND error LIKE 'cne: %'`, exp.Topic)
+	lrows, err := db.Query(ctx, `SELECT count(*) FROM stb.dead_letters WHERE topic = $1 AND error LIKE 'cne: %'`, exp.Topic)
 	if err != nil {
-		return nil, fmt.Errorf("read status.dead_letters: %w", err)
+		return nil, fmt.Errorf("read stb.dead_letters: %w", err)
 	}
 	for lrows.Next() {
 		if err := lrows.Scan(&letters); err != nil {
@@ -94,7 +94,7 @@ func Verify(ctx context.Context, db Querier, exp *Expected) (*Report, error) {
 	}
 	lrows.Close()
 	if letters != exp.DeadLetters {
-		rep.add("status.dead_letters: %d letters of the cne family, want %d", letters, exp.DeadLetters)
+		rep.add("stb.dead_letters: %d letters of the cne family, want %d", letters, exp.DeadLetters)
 	}
 	return rep, nil
 }

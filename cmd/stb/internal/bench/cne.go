@@ -24,7 +24,7 @@ const cneMessagesPerRound = 1 + 0.05*4 + 0.05 + 0.05
 // Native Events of --hubs nodes (restarts, duplicates, late copies, clock
 // steps back; no bad events, which the read ceilings would count as
 // rejects), read by the bridge (profiles stb and cne) until
-// status.cne_state verifies, against the raw read and read+decode
+// stb.cne_state verifies, against the raw read and read+decode
 // ceilings. The backlog is produced in this process, before anything
 // reads it.
 func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
@@ -75,7 +75,7 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 			return rep.OK(), strings.ReplaceAll(rep.Summary(), "\n", "; "), nil
 		},
 		func(ctx context.Context, bb *benchBridge) error {
-			return bb.pool.QueryRow(ctx, `SELECT count(*) FROM status.cne_state`).Scan(&rows)
+			return bb.pool.QueryRow(ctx, `SELECT count(*) FROM stb.cne_state`).Scan(&rows)
 		})
 	if err != nil {
 		return err

@@ -280,8 +280,8 @@ func largeHubState(ctx context.Context, q interface {
 		SELECT count(*) FILTER (WHERE compliance = 'compliant'),
 		       count(*) FILTER (WHERE compliance = 'non_compliant'),
 		       count(*) FILTER (WHERE compliance = 'unknown'),
-		       (SELECT count(*) FROM status.managed_clusters WHERE hub = $1)
-		FROM status.compliance WHERE hub = $1`, largeHubName).Scan(&compliant, &nonCompliant, &unknown, &clusters)
+		       (SELECT count(*) FROM stb.managed_clusters WHERE hub = $1)
+		FROM stb.compliance WHERE hub = $1`, largeHubName).Scan(&compliant, &nonCompliant, &unknown, &clusters)
 	if err != nil {
 		return false, "", err
 	}

@@ -43,7 +43,7 @@ func benchPoisonFlood(ctx context.Context, e *benchEnv, res *scenarioResult) err
 			count(*) FILTER (WHERE reason = 'unknown_type'),
 			count(*) FILTER (WHERE reason = 'bad_payload'),
 			count(*) FILTER (WHERE reason = 'bad_payload' AND right(hub, length($1)) <> $1)
-			FROM status.dead_letters`, poisonHub).Scan(&out.letters, &out.unknown, &out.bad, &out.strays)
+			FROM stb.dead_letters`, poisonHub).Scan(&out.letters, &out.unknown, &out.bad, &out.strays)
 	}
 	variant := func(label, topic, dbName string, flood, mix bool) (run, error) {
 		out := run{label: label}
