@@ -58,6 +58,9 @@ type eventAttrs struct {
 	// migrationID and migrationStage are the global-hub agent's
 	// managedclustermigration extensions.
 	migrationID, migrationStage any
+	// authedHub is the hub the transport authenticated a global-hub
+	// event's sender as (ExtAuthedHub).
+	authedHub any
 
 	// w is the pooled writer that holds these attributes, nil when the
 	// binding's event made them (readEvent); see release.
@@ -138,6 +141,7 @@ func readEvent(msg *kafka.Message, raw rawAttrs) (*eventAttrs, error) {
 		a.sendMode = v1.Extensions[ExtSendMode]
 		a.migrationID = v1.Extensions[ExtMigrationID]
 		a.migrationStage = v1.Extensions[ExtMigrationStage]
+		a.authedHub = v1.Extensions[ExtAuthedHub]
 	}
 	return a, nil
 }
@@ -351,6 +355,8 @@ func (w *attrsWriter) setExtension(name string, v []byte) error {
 		keep = &w.a.migrationID
 	case ExtMigrationStage:
 		keep = &w.a.migrationStage
+	case ExtAuthedHub:
+		keep = &w.a.authedHub
 	default:
 		return nil
 	}

@@ -60,6 +60,8 @@ func pathSeeds(t testing.TB) []*kafka.Message {
 	structured(`{"specversion":"1.0","id":"e1","source":"hub-1","type":"io.stb.status.v1.heartbeat","extversion":"2.3","time":"2026-01-02T03:04:05Z","data":{}}`)
 	structured(`{"specversion":"1.0","id":"e1","source":"hub-1","type":"io.stb.status.v1.heartbeat","extversion":7,"data":{}}`)
 	structured(`{"specversion":"1.0","id":"e1","source":"hub1","type":"io.open-cluster-management.operator.multiclusterglobalhubs.managedhub.heartbeat","extversion":"1.1","data":[]}`)
+	structured(`{"specversion":"1.0","id":"e1","source":"hub1","type":"io.open-cluster-management.operator.multiclusterglobalhubs.managedhub.heartbeat","extversion":"1.1","authedhub":"hub2","data":[]}`)
+	structured(`{"specversion":"1.0","id":"e1","source":"hub1","type":"io.open-cluster-management.operator.multiclusterglobalhubs.managedhub.heartbeat","extversion":"1.1","authedhub":7,"data":[]}`)
 	structured(`{"specversion":"0.3","id":"e1","source":"hub-1","type":"io.stb.status.v1.heartbeat","extversion":"2.3","data":{}}`)
 	structured(`not json`)
 	return msgs

@@ -45,6 +45,11 @@ const (
 	// extensions, not in the data).
 	ExtMigrationID    = "migrationid"
 	ExtMigrationStage = "migrationstage"
+	// ExtAuthedHub is the hub the transport derived for the sender
+	// (upstream: pkg/transport/identity, ExtensionAuthedHub; its manager
+	// sets it from a per-hub status topic, EnrichManagerStatusEvent).
+	// When an event has it, not empty, its source must be that hub.
+	ExtAuthedHub = "authedhub"
 )
 
 // ghType is what the profile knows of one global-hub event type.
@@ -101,7 +106,10 @@ var ghSkipped = map[string]bool{
 //
 // The hub is the event's source (the Kafka key is the event type, not the
 // hub, so it is not compared); a per-hub topic ("gh-status.<hub>") must be
-// the source's.
+// the source's, and so must the authedhub extension when the event has
+// one, on any topic (upstream's manager: LeafHubForStatusEvent in
+// pkg/transport/identity). An event without authedhub is taken by its
+// source, as upstream takes it.
 func (g *GlobalHub) Decode(msg *kafka.Message, rules Rules, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	return g.decodeWith(readAttrs, msg, rules, receivedAt)
 }
@@ -167,6 +175,11 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	}
 	if topicHub, perHub := strings.CutPrefix(origin.Topic, GlobalHubTopicPrefix); perHub && topicHub != hub {
 		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q read from %q, the topic of hub %q", hub, origin.Topic, topicHub))
+	}
+	if authed, ok := authedHub(ev.authedHub); ok && authed != hub {
+		// On a per-hub topic the source is the topic's hub by now: an
+		// authedhub of another hub is refused there too.
+		return reject(deadletter.SourceMismatch, fmt.Errorf("source %q, but the transport authenticated %s %q", hub, ExtAuthedHub, authed))
 	}
 
 	if ev.version == nil {
@@ -301,6 +314,18 @@ func parseAgentVersion(text string) (agentVersion, error) {
 		return agentVersion{}, fmt.Errorf("%w: generation of %q is above %d", bundle.ErrMalformedVersion, text, uint64(maxAgentGeneration))
 	}
 	return agentVersion{generation: v.Incarnation, value: v.Generation}, nil
+}
+
+// authedHub returns the hub an authedhub extension names, and whether it
+// names one: as upstream reads it (identity.go, AuthedHub), an empty
+// value, or one that is not a string (structured mode), is no authedhub,
+// and the source alone names the hub.
+func authedHub(ext any) (string, bool) {
+	if ext == nil {
+		return "", false
+	}
+	hub, err := types.ToString(ext)
+	return hub, err == nil && hub != ""
 }
 
 // GlobalHubMaxBundleBytes is the largest event data the global-hub profile

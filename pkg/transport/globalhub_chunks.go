@@ -28,8 +28,9 @@ import (
 // the chunks of other events (other hubs, on the shared topic) may come
 // between them.
 //
-// The reader therefore assembles by sender — topic, partition, source and
-// type — not by id: a chunk that ends where its data ends (extoffset =
+// The reader therefore assembles by sender — topic, partition, source,
+// authedhub (the hub the transport vouches for, ExtAuthedHub) and type —
+// not by id: a chunk that ends where its data ends (extoffset =
 // its length) starts an event, and the next ones must follow on. It holds
 // a chunk until its event is whole, then decodes the assembled event as
 // one message at the offset of its first chunk, with the first chunk's
@@ -52,6 +53,7 @@ const (
 	headerType   = "ce_type"
 	headerSize   = "ce_" + ExtChunkSize
 	headerOffset = "ce_" + ExtChunkOffset
+	headerAuthed = "ce_" + ExtAuthedHub
 )
 
 // chunkAssembler holds the chunks of the events being assembled. The
@@ -62,11 +64,15 @@ type chunkAssembler struct {
 	open  map[senderKey]*assembly
 }
 
-// senderKey identifies what sends chunked events one at a time.
+// senderKey identifies what sends chunked events one at a time. The
+// authedhub is part of it: a chunk that another sender than the one the
+// transport vouches for sends with the same source is never joined to
+// that sender's event (whose first chunk's headers the whole event
+// takes), but decoded alone and refused.
 type senderKey struct {
-	topic        string
-	partition    int32
-	source, kind string
+	topic                string
+	partition            int32
+	source, authed, kind string
 }
 
 type assembly struct {
@@ -100,7 +106,7 @@ func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)
 		return it, true
 	}
 	topic, partition := *msg.TopicPartition.Topic, msg.TopicPartition.Partition
-	key := senderKey{topic, partition, h.source, h.typ}
+	key := senderKey{topic, partition, h.source, h.authed, h.typ}
 	a := c.open[key]
 	giveUp := func(err error) {
 		delete(c.open, key)
@@ -222,8 +228,8 @@ func mayChunk(msg *kafka.Message, open bool) bool {
 }
 
 type chunkHeaderValues struct {
-	id, source, typ, size, offset string
-	chunked                       bool
+	id, source, authed, typ, size, offset string
+	chunked                               bool
 }
 
 func chunkHeaders(msg *kafka.Message) chunkHeaderValues {
@@ -235,6 +241,8 @@ func chunkHeaders(msg *kafka.Message) chunkHeaderValues {
 			h.id = string(hd.Value)
 		case headerSource:
 			h.source = string(hd.Value)
+		case headerAuthed:
+			h.authed = string(hd.Value)
 		case headerType:
 			h.typ = string(hd.Value)
 		case headerSize:

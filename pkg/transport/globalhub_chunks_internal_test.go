@@ -11,6 +11,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/deadletter"
 )
 
 // donePartition records the offsets marked done.
@@ -112,6 +113,49 @@ func TestChunkAssembler(t *testing.T) {
 	bd, rej := gh.Decode(whole[0].msg, rules, time.Now())
 	if rej != nil || bd.Hub != "hub1" || bd.Size != len(data1) || bd.Origin.Offset != 10 {
 		t.Fatalf("assembled event decoded to %+v, %+v", bd, rej)
+	}
+}
+
+// TestChunkAssemblerAuthedHub: a chunk with the source of a hub whose
+// event is being assembled, but another authedhub, is not joined to that
+// event (which takes its first chunk's headers, so its authedhub would
+// never be looked at): decoded alone, it is refused as a message whose
+// authedhub is not its source (upstream: pkg/transport/identity/
+// identity.go, LeafHubForStatusEvent).
+func TestChunkAssemblerAuthedHub(t *testing.T) {
+	data := []byte(`[{"policyId":"p1","compliantClusters":["` + strings.Repeat("a", 100) + `"]}]`)
+	forgedData := bytes.ReplaceAll(data, []byte("a"), []byte("f"))
+	cut := func(data []byte, authed string, first int64) []*kafka.Message {
+		msgs, err := ChunkGlobalHub(GlobalHubEvent{
+			Topic: "gh-status", Hub: "hub1", Type: "policy.localcompliance", ID: "ev-" + authed, Version: "2.5", Time: time.Now(), Data: data,
+			Extensions: map[string]string{ExtAuthedHub: authed},
+		}, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range msgs {
+			m.TopicPartition.Partition, m.TopicPartition.Offset = 0, kafka.Offset(first+int64(i))
+		}
+		return msgs
+	}
+	own, forged := cut(data, "hub1", 10), cut(forgedData, "hub9", 20)
+	c := newChunkAssembler(1 << 20)
+	incomplete := func(first polled, err error) { t.Fatalf("gave up on %d: %v", first.msg.TopicPartition.Offset, err) }
+	var out []*kafka.Message
+	for _, m := range append([]*kafka.Message{own[0], forged[1]}, own[1:]...) {
+		if got, ok := c.add(polled{msg: m, p: &donePartition{}}, incomplete); ok {
+			out = append(out, got.msg)
+		}
+	}
+	if len(out) != 2 || out[0] != forged[1] || !bytes.Equal(out[1].Value, data) {
+		t.Fatalf("handed on %d messages; want the forged chunk alone, then the event whole", len(out))
+	}
+	rules := Rules{MaxBundleBytes: 1 << 20, Decoder: Decoders{"globalhub.policy.localcompliance": func([]byte) (any, error) { return struct{}{}, nil }}}
+	if b, rej := NewGlobalHub().Decode(out[0], rules, time.Now()); rej == nil || rej.Reason != deadletter.SourceMismatch {
+		t.Fatalf("the forged chunk decoded to %+v, %+v; want source_mismatch", b, rej)
+	}
+	if b, rej := NewGlobalHub().Decode(out[1], rules, time.Now()); rej != nil || b.Hub != "hub1" {
+		t.Fatalf("the event decoded to %+v, %+v", b, rej)
 	}
 }
 

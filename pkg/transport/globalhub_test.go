@@ -2,12 +2,16 @@ package transport_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/protocol/kafka_confluent/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/dbsyncers"
@@ -132,6 +136,9 @@ func ghCases() []ghCase {
 		change("data over the limit", deadletter.TooLarge, "managedhub.info", func(e *transport.GlobalHubEvent) {
 			e.Data = []byte(`{"clusterId":"` + strings.Repeat("x", transport.GlobalHubAgentMaxBytes) + `"}`)
 		}),
+		// On a per-hub topic the hub is the topic's suffix (upstream:
+		// pkg/transport/identity/identity.go, HubFromStatusTopic;
+		// identity_test.go, TestHubFromStatusTopic "per-hub topic").
 		ghCase{"per-hub topic of another hub", deadletter.SourceMismatch, func(t testing.TB, topic, hub string) *kafka.Message {
 			return ghEncode(t, ghEvent("gh-status.other", hub, "managedhub.heartbeat"))
 		}},
@@ -156,14 +163,111 @@ func ghCases() []ghCase {
 			return m
 		}},
 	)
+	for _, c := range authedHubCases() {
+		cases = append(cases, ghCase{c.name, c.reason, func(t testing.TB, topic, hub string) *kafka.Message {
+			return ghEncode(t, c.event(topic, hub))
+		}})
+	}
 	return cases
+}
+
+// authedHubCase is a heartbeat with or without the authedhub extension,
+// the hub the transport vouches for (upstream: pkg/transport/identity/
+// identity.go, ExtensionAuthedHub), read from the case's per-hub topic or
+// from the shared one.
+type authedHubCase struct {
+	name string
+	// shared reads the event from the shared topic "gh-status".
+	shared bool
+	// authed says the event carries authedhub, of value authedHub: the
+	// event's own source when it is "<source>".
+	authed    bool
+	authedHub string
+	reason    deadletter.Reason
+}
+
+// event is a heartbeat of hub as the case has it.
+func (c authedHubCase) event(topic, hub string) transport.GlobalHubEvent {
+	if c.shared {
+		topic = "gh-status"
+	}
+	e := ghEvent(topic, hub, "managedhub.heartbeat")
+	if c.authed {
+		v := c.authedHub
+		if v == "<source>" {
+			v = hub
+		}
+		e.Extensions = map[string]string{"authedhub": v}
+	}
+	return e
+}
+
+// authedHubCases are upstream's rule for the hub of a status event: when
+// authedhub is present the source must be it, else the source is taken
+// (upstream: pkg/transport/identity/identity.go, LeafHubForStatusEvent).
+func authedHubCases() []authedHubCase {
+	return []authedHubCase{
+		// identity_test.go, TestLeafHubForStatusEvent "matching authed hub".
+		{name: "authedhub of its source on the shared topic", shared: true, authed: true, authedHub: "<source>"},
+		// identity.go, EnrichManagerStatusEvent: on a per-hub topic
+		// authedhub is the topic's hub (HubFromStatusTopic).
+		{name: "authedhub of its source on its per-hub topic", authed: true, authedHub: "<source>"},
+		// identity_test.go, TestLeafHubForStatusEvent "spoofed source
+		// rejected".
+		{name: "authedhub of another hub on the shared topic", shared: true, authed: true, authedHub: "hub-other", reason: deadletter.SourceMismatch},
+		// identity.go, EnrichManagerStatusEvent and LeafHubForStatusEvent:
+		// on a per-hub topic the topic's hub is the authenticated one
+		// (upstream's manager sets authedhub to it, over what came) and
+		// the source must be it; an authedhub of another hub contradicts
+		// the topic and is refused.
+		{name: "authedhub of another hub on its per-hub topic", authed: true, authedHub: "hub-other", reason: deadletter.SourceMismatch},
+		// identity_test.go, TestLeafHubForStatusEvent "fallback without
+		// authed hub".
+		{name: "no authedhub on the shared topic", shared: true},
+		// identity.go, AuthedHub: an empty authedhub is none.
+		{name: "empty authedhub on the shared topic", shared: true, authed: true, authedHub: ""},
+	}
+}
+
+// TestGlobalHubAuthedHubStructured: a structured-mode event is held to
+// the authedhub rule as a binary-mode one (authedHubCases, which
+// TestGlobalHubDecode reads in binary mode).
+func TestGlobalHubAuthedHubStructured(t *testing.T) {
+	for i, c := range authedHubCases() {
+		t.Run(c.name, func(t *testing.T) {
+			hub := "hub-s" + strconv.Itoa(i)
+			m := consumed(ghEncode(t, c.event("gh-status."+hub, hub)), 0, int64(i))
+			ev, err := binding.ToEvent(context.Background(), kafka_confluent.NewMessage(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			value, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Headers = []kafka.Header{{Key: "content-type", Value: []byte(event.ApplicationCloudEventsJSON)}}
+			m.Value = value
+			if transport.ReadsPlainBinary(m) {
+				t.Fatal("a structured-mode message read as binary mode")
+			}
+			b, rej := transport.NewGlobalHub().Decode(m, ghRules(t), time.Now())
+			switch {
+			case c.reason == "" && rej != nil:
+				t.Fatalf("rejected (%s): %v", rej.Reason, rej.Err)
+			case c.reason == "" && b.Hub != hub:
+				t.Fatalf("bundle of hub %q, want %q", b.Hub, hub)
+			case c.reason != "" && (rej == nil || rej.Reason != c.reason || rej.Hub != hub):
+				t.Fatalf("bundle %+v, reject %+v; want reject %s of hub %q", b, rej, c.reason, hub)
+			}
+		})
+	}
 }
 
 func TestGlobalHubDecode(t *testing.T) {
 	received := time.Date(2026, 8, 3, 10, 0, 1, 0, time.UTC)
 	for i, tc := range ghCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			hub := "hub-" + string(rune('a'+i))
+			hub := "hub-" + strconv.Itoa(i) // as many as there are cases
 			topic := "gh-status." + hub
 			msg := consumed(tc.build(t, topic, hub), 0, int64(10+i))
 			gh := transport.NewGlobalHub()
@@ -187,7 +291,7 @@ func TestGlobalHubDecode(t *testing.T) {
 			if b.Hub != hub || b.Type != bundle.GlobalHubPrefix+strings.TrimPrefix(typ, transport.GlobalHubEventTypePrefix) {
 				t.Fatalf("bundle of hub %q type %q", b.Hub, b.Type)
 			}
-			if b.Origin != (bundle.Origin{Topic: topic, Partition: 0, Offset: int64(10 + i)}) || !b.EventTime.Equal(ghTime) || b.Size != len(b.Raw) {
+			if b.Origin != (bundle.Origin{Topic: *msg.TopicPartition.Topic, Partition: 0, Offset: int64(10 + i)}) || !b.EventTime.Equal(ghTime) || b.Size != len(b.Raw) {
 				t.Fatalf("bundle %+v", b)
 			}
 			// Only a hub info is decoded when read (it may be one to
@@ -375,7 +479,7 @@ func TestGlobalHubCopyOfRunStartFrame(t *testing.T) {
 }
 
 // TestGlobalHubRestoreAndReplay: a bridge that starts again restores the
-// run from status.bundle_versions (version, where the event was read, the
+// run from stb.bundle_versions (version, where the event was read, the
 // runs' first ids). Events it reads again, at or before that offset, are
 // not restarts (their ids are new to it); a late copy of a run's first
 // event is known by its stored id; a real restart is still newer.
@@ -545,7 +649,7 @@ func TestGlobalHubRestoredResyncFrames(t *testing.T) {
 // TestGlobalHubRestoredStartFrames: a resync the agent sends when it starts
 // is several frames at the run's first version
 // (agent/pkg/status/emitters/object_emitter.go); the frames other than the
-// first carry StartFrame, which status.bundle_versions keeps. A bridge
+// first carry StartFrame, which stb.bundle_versions keeps. A bridge
 // that starts again and restores them takes a late copy of such a frame of
 // an earlier run for a copy: stale, not a restart of the agent that would
 // take the clusters back (seen: a managed cluster's labels taken back by
