@@ -44,7 +44,7 @@ type Profile struct {
 	Family func() transport.Family
 	// KeyFenced: the profile's bundles carry no hub-level version; each
 	// row keeps its own fence. Its types take a constant version and
-	// equal ones (bundle.TypeInfo.TakesEqual), so status.bundle_versions
+	// equal ones (bundle.TypeInfo.TakesEqual), so stb.bundle_versions
 	// passes everything, and the real fence is per key in the profile's
 	// tables. A hub delete removes such a type's version row instead of
 	// leaving a tombstone, which would be at the constant version and so
@@ -53,9 +53,11 @@ type Profile struct {
 	// taken, as a newer incarnation of a hub is.
 	KeyFenced bool
 	// HubTables returns the tables holding the profile's rows of a hub
-	// that a hub delete or reset must remove and would not find by itself
-	// (it finds the tables of schemas status and event with a hub column);
-	// nil when there are none.
+	// that a hub delete or reset must remove (or soft-delete, or mark:
+	// db.HubTable) and would not find by itself (it finds the tables of
+	// schema stb with a hub column); nil when there are none. The
+	// global-hub profile declares the global hub's own tables here
+	// (globalHubTables).
 	HubTables func() []db.HubTable
 }
 
@@ -64,7 +66,8 @@ type Profile struct {
 func All() []Profile {
 	return []Profile{
 		{Name: STB, Help: "STB's own bundles", Syncers: builtin(true, false)},
-		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub},
+		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub,
+			HubTables: globalHubTables},
 		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily,
 			KeyFenced: true, HubTables: work.HubTables},
 		{Name: cne.Profile, Help: "Cloud Native Events (O-RAN PTP/sync notifications)", Syncers: cne.Syncers, Family: cne.NewFamily,

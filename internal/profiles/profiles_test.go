@@ -98,10 +98,12 @@ func typeNames(reg *dbsyncers.Registry) []string {
 
 // TestHubScope: every type is either fenced per hub or per key, never
 // both; a key-fenced type takes equal versions (its version is constant,
-// and status.bundle_versions must pass every bundle); the work profile is
+// and stb.bundle_versions must pass every bundle); the work profile is
 // key-fenced; and every table a profile declares for hub deletes exists
-// with its column in the migrated schema, so that a delete cannot fail
-// on a misspelled name.
+// with its columns (the hub's, the soft delete's, those it sets) in the
+// migrated schema, so that a delete cannot fail on a misspelled name. The
+// global hub's own tables are declared (never found by a column's name),
+// with their hub column leaf_hub_name or hub_name.
 func TestHubScope(t *testing.T) {
 	scope := HubScope()
 	fenced := HubFencedTypes()
@@ -128,13 +130,35 @@ func TestHubScope(t *testing.T) {
 	if len(scope.Tables) == 0 {
 		t.Fatal("no family declares a table")
 	}
+	declared := map[string]string{}
 	for _, tab := range scope.Tables {
-		var ok bool
-		err := pool.QueryRow(t.Context(), `
-			SELECT EXISTS (SELECT 1 FROM pg_attribute
-				WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped)`, tab.Table, tab.Column).Scan(&ok)
-		if err != nil || !ok {
-			t.Errorf("table %s has no column %s (%v)", tab.Table, tab.Column, err)
+		declared[tab.Table] = tab.Column
+		columns := []string{tab.Column}
+		if tab.DeletedAt != "" {
+			columns = append(columns, tab.DeletedAt)
+		}
+		for c := range tab.Set {
+			columns = append(columns, c)
+		}
+		for _, c := range columns {
+			var ok bool
+			err := pool.QueryRow(t.Context(), `
+				SELECT EXISTS (SELECT 1 FROM pg_attribute
+					WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped)`, tab.Table, c).Scan(&ok)
+			if err != nil || !ok {
+				t.Errorf("table %s has no column %s (%v)", tab.Table, c, err)
+			}
+		}
+		if tab.DeletedAt != "" && len(tab.Set) > 0 {
+			t.Errorf("table %s is both soft-deleted and updated", tab.Table)
+		}
+	}
+	for table, column := range map[string]string{
+		"status.managed_clusters": "leaf_hub_name", "status.leaf_hubs": "leaf_hub_name", "local_spec.policies": "leaf_hub_name",
+		"local_status.compliance": "leaf_hub_name", "status.leaf_hub_heartbeats": "leaf_hub_name", "security.alert_counts": "hub_name",
+	} {
+		if got, ok := declared[table]; !ok || got != column {
+			t.Errorf("the global hub's %s is declared with hub column %q (declared: %v), want %q", table, got, ok, column)
 		}
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,7 +54,10 @@ const (
 	DeleteHub HubAction = "delete"
 	// ResetHub removes every row of the hub and its versions, so that its
 	// next bundles apply whatever their version: for a hub rebuilt from
-	// scratch whose incarnation went backwards.
+	// scratch whose incarnation went backwards. The declared tables
+	// (HubScope.Tables) it treats as a delete does, but for those declared
+	// for deletes only (HubTable.Actions): the global hub's heartbeat row,
+	// which a reset leaves as it is.
 	ResetHub HubAction = "reset"
 )
 
@@ -79,8 +85,9 @@ type HubRequest struct {
 	Scope HubScope
 }
 
-// HubScope is what a hub request needs to know of the status families,
-// whose bundles' versions and tables do not follow STB's pattern.
+// HubScope is what a hub request needs to know of the profiles whose
+// bundles' versions or tables do not follow STB's pattern: the status
+// families', and the global hub's own tables the global-hub profile writes.
 type HubScope struct {
 	// KeyFenced are the bundle types whose bundles carry no hub-level
 	// version, only a constant one that takes equal versions: each of
@@ -89,20 +96,44 @@ type HubScope struct {
 	// at the constant version, which would refuse every later bundle of
 	// the hub, of any incarnation, for good.
 	KeyFenced []string
-	// Tables hold rows of a hub that the request removes besides those
-	// of the tables it finds by their hub column (hubTablesSQL).
+	// Tables hold rows of a hub that the request removes (or
+	// soft-deletes, or marks) besides those of the tables it finds by
+	// their hub column (hubTablesSQL, schema stb only), in this order,
+	// after those.
 	Tables []HubTable
 }
 
-// HubTable is a table holding rows of a hub, and its column naming the
-// hub: a family's table outside the schemas status and event, or whose
-// hub is a cluster.
+// HubTable is a table holding rows of a hub, its column naming the hub,
+// and what a request does to the hub's rows: it deletes them, unless
+// DeletedAt or Set say otherwise. It is a family's table outside schema
+// stb or whose hub is a cluster, or one of the global hub's own tables,
+// whose hub column is leaf_hub_name or hub_name: those are upstream's, so
+// they are declared, one by one, never found by a column's name.
 type HubTable struct {
 	// Table is the table's name, schema-qualified:
 	// "work.resource_status".
 	Table string
-	// Column names the hub: "cluster".
+	// Column names the hub: "cluster", "leaf_hub_name".
 	Column string
+	// DeletedAt, when set, names the table's soft-delete column
+	// ("deleted_at", a timestamp without time zone in UTC, as upstream's
+	// tables have it): the request sets it to the current time in UTC on
+	// the hub's live rows (where it is NULL) instead of deleting them, as
+	// upstream's hub management does. Readers take a row with deleted_at
+	// set for absent; the hub's next upsert of it revives it.
+	DeletedAt string
+	// Set, when not empty, makes the request update the hub's rows
+	// instead, each column named to its value (text, taken as the
+	// column's type), and count none of them as removed: upstream's hub
+	// management marks the hub's heartbeat row inactive so.
+	Set map[string]string
+	// Actions are the requests that touch the table; empty for every one.
+	Actions []HubAction
+}
+
+// touches reports whether a request of action touches the table.
+func (t HubTable) touches(action HubAction) bool {
+	return len(t.Actions) == 0 || slices.Contains(t.Actions, action)
 }
 
 // HubResult is what a request did.
@@ -110,13 +141,15 @@ type HubResult struct {
 	// ID is the request's id in stb.hub_requests; 0 when Skipped.
 	ID int64
 	// Removed counts the hub's data rows deleted (also those of
-	// HubScope.Tables), Versions its stb.bundle_versions rows replaced
+	// HubScope.Tables) or soft-deleted; SoftDeleted counts the latter
+	// (HubTable.DeletedAt), which stay in their tables with deleted_at
+	// set. Versions counts its stb.bundle_versions rows replaced
 	// by tombstones or removed: one per type the hub had written, none
 	// for the types it never sent. A delete counts in Versions only the
 	// tombstones, and the rows of HubScope.KeyFenced types it removed in
 	// KeyFenced; a reset removes every row and counts them all in
 	// Versions.
-	Removed, Versions, KeyFenced int64
+	Removed, SoftDeleted, Versions, KeyFenced int64
 	// Tombstone is the incarnation a delete's tombstones fence: bundles
 	// of it and older are stale. 0, with Versions 0, for a hub that had
 	// no stored versions: there is nothing to fence.
@@ -131,18 +164,21 @@ type HubResult struct {
 // Describe says what a request of action did to hub, as the command line
 // and the console print it.
 func (r HubResult) Describe(hub string, action HubAction) string {
+	removed := fmt.Sprintf("%d rows removed", r.Removed)
+	if r.SoftDeleted > 0 {
+		removed += fmt.Sprintf(" (%d of them soft-deleted in the global hub's tables)", r.SoftDeleted)
+	}
 	switch {
 	case r.Skipped:
 		return fmt.Sprintf("hub %q: not %s, it was not inactive long enough", hub, action)
 	case action == ResetHub:
-		return fmt.Sprintf("hub %q reset: %d rows removed, %d stored versions forgotten; its next bundles apply whatever their version (request %d)",
-			hub, r.Removed, r.Versions, r.ID)
+		return fmt.Sprintf("hub %q reset: %s, %d stored versions forgotten; its next bundles apply whatever their version (request %d)",
+			hub, removed, r.Versions, r.ID)
 	}
 	already := ""
 	if r.AlreadyDeleted {
 		already = " (it was already deleted)"
 	}
-	removed := fmt.Sprintf("%d rows removed", r.Removed)
 	if r.KeyFenced > 0 {
 		removed += fmt.Sprintf(", %d versions of types fenced per row forgotten", r.KeyFenced)
 	}
@@ -162,11 +198,13 @@ func (r HubResult) Describe(hub string, action HubAction) string {
 // that no bundle of the tombstone's incarnation is newer.
 const TombstoneGeneration = math.MaxUint64
 
-// hubTablesSQL lists every table holding rows of a hub, found by their hub
-// column, so that a table a later migration adds is covered without being
-// named here. Dead letters stay (they are the record of what went wrong;
-// stb deadletters purge removes them); versions and requests are handled
-// on their own.
+// hubTablesSQL lists every table of schema stb holding rows of a hub,
+// found by their hub column, so that a table a later migration adds is
+// covered without being named here. Dead letters stay (they are the record
+// of what went wrong; stb deadletters purge removes them); versions and
+// requests are handled on their own. Only schema stb: the tables of the
+// other schemas are the families' and the global hub's, which
+// HubScope.Tables declares, with what to do to them.
 const hubTablesSQL = `
 SELECT c.oid::regclass::text
 FROM pg_attribute a
@@ -203,6 +241,16 @@ ORDER BY 1`
 // rows are removed, and the hub's rows of req.Scope.Tables with them, so
 // the hub's next bundle of such a type is written, and the hub is back.
 // So is a late copy of an old one: each row's fence went with the row.
+//
+// The global hub's own tables (declared in req.Scope.Tables by the
+// global-hub profile) get what upstream's hub management does to a hub it
+// cleans up (stolostron/multicluster-global-hub
+// manager/pkg/processes/hubmanagement/hub_management.go, cleanup): its
+// managed clusters, hub info and local policies soft-deleted, its
+// compliance deleted, its heartbeat row marked inactive; its events and
+// compliance history stay. Its alert counts, which upstream's cleanup
+// leaves, are deleted. A reset does the same but for the heartbeat
+// (internal/profiles, globalHubTables, says why).
 func ApplyHubRequest(ctx context.Context, pool interface {
 	Begin(context.Context) (pgx.Tx, error)
 }, req HubRequest) (HubResult, error) {
@@ -236,7 +284,7 @@ func ApplyHubRequest(ctx context.Context, pool interface {
 				return err
 			}
 		}
-		if res.Removed, err = deleteHubRows(ctx, tx, req.Hub, req.Scope.Tables); err != nil {
+		if res.Removed, res.SoftDeleted, err = deleteHubRows(ctx, tx, req.Hub, req.Action, req.Scope.Tables); err != nil {
 			return err
 		}
 		var tomb any
@@ -385,38 +433,74 @@ func markHub(ctx context.Context, tx pgx.Tx, req HubRequest) (prev HubState, ski
 }
 
 // deleteHubRows removes the hub's rows from every table that has them:
-// those found by their hub column, and the families' tables.
-func deleteHubRows(ctx context.Context, tx pgx.Tx, hub string, families []HubTable) (int64, error) {
+// those found by their hub column, and the declared ones (families, the
+// global hub's), as each declares: deleted, soft-deleted or updated. It
+// returns the rows deleted or soft-deleted, and the latter.
+func deleteHubRows(ctx context.Context, tx pgx.Tx, hub string, action HubAction, declared []HubTable) (removed, soft int64, err error) {
 	rows, err := tx.Query(ctx, hubTablesSQL)
 	if err != nil {
-		return 0, fmt.Errorf("list tables: %w", err)
+		return 0, 0, fmt.Errorf("list tables: %w", err)
 	}
 	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, fmt.Errorf("list tables: %w", err)
+		return 0, 0, fmt.Errorf("list tables: %w", err)
 	}
-	tables := make([]HubTable, 0, len(found)+len(families))
+	tables := make([]HubTable, 0, len(found)+len(declared))
 	for _, t := range found {
 		tables = append(tables, HubTable{Table: t, Column: "hub"})
 	}
-	for _, t := range families {
+	for _, t := range declared {
+		if t.DeletedAt != "" && len(t.Set) > 0 {
+			return 0, 0, fmt.Errorf("table %q: both a soft delete and an update declared", t.Table)
+		}
 		// The name as regclass::text spells it, quoted as needed; a
-		// table that does not exist is an error, not a table skipped.
+		// table that does not exist is an error, not a table skipped,
+		// whichever the action.
 		var name string
 		if err := tx.QueryRow(ctx, `SELECT $1::regclass::text`, t.Table).Scan(&name); err != nil {
-			return 0, fmt.Errorf("table %q of a family: %w", t.Table, err)
+			return 0, 0, fmt.Errorf("declared table %q: %w", t.Table, err)
 		}
-		tables = append(tables, HubTable{Table: name, Column: t.Column})
+		if t.touches(action) {
+			t.Table = name
+			tables = append(tables, t)
+		}
 	}
-	var n int64
 	for _, t := range tables {
-		tag, err := tx.Exec(ctx, "DELETE FROM "+t.Table+" WHERE "+pgx.Identifier{t.Column}.Sanitize()+" = $1", hub)
+		sql, args := hubRowsSQL(t, hub)
+		tag, err := tx.Exec(ctx, sql, args...)
 		if err != nil {
-			return 0, fmt.Errorf("delete from %s: %w", t.Table, err)
+			return 0, 0, fmt.Errorf("hub rows of %s: %w", t.Table, err)
 		}
-		n += tag.RowsAffected()
+		switch {
+		case len(t.Set) > 0:
+		case t.DeletedAt != "":
+			removed += tag.RowsAffected()
+			soft += tag.RowsAffected()
+		default:
+			removed += tag.RowsAffected()
+		}
 	}
-	return n, nil
+	return removed, soft, nil
+}
+
+// hubRowsSQL returns the statement that does to the hub's rows of t what
+// t declares, and its arguments; t.Table is quoted as needed.
+func hubRowsSQL(t HubTable, hub string) (string, []any) {
+	col := pgx.Identifier{t.Column}.Sanitize()
+	switch {
+	case len(t.Set) > 0:
+		args := []any{hub}
+		var set []string
+		for _, c := range slices.Sorted(maps.Keys(t.Set)) {
+			args = append(args, t.Set[c])
+			set = append(set, fmt.Sprintf("%s = $%d", pgx.Identifier{c}.Sanitize(), len(args)))
+		}
+		return "UPDATE " + t.Table + " SET " + strings.Join(set, ", ") + " WHERE " + col + " = $1", args
+	case t.DeletedAt != "":
+		del := pgx.Identifier{t.DeletedAt}.Sanitize()
+		return "UPDATE " + t.Table + " SET " + del + " = now() AT TIME ZONE 'UTC' WHERE " + col + " = $1 AND " + del + " IS NULL", []any{hub}
+	}
+	return "DELETE FROM " + t.Table + " WHERE " + col + " = $1", []any{hub}
 }
 
 // HubRequestRecord is a request as stb.hub_requests holds it.
@@ -468,13 +552,18 @@ func LoadHubVersions(ctx context.Context, q Querier, hub string) ([]StoredVersio
 
 // MarkInactiveHubs marks inactive every active hub with no heartbeat
 // received for after (counting from when it became active, for a hub that
-// never sent one) and returns how many it marked.
+// never sent one) and returns how many it marked. A heartbeat is STB's own
+// (stb.hub_heartbeats, received_at) or the global-hub agent's, which only
+// the global hub's status.leaf_hub_heartbeats records (last_timestamp, in
+// UTC): the newer of the two counts.
 func MarkInactiveHubs(ctx context.Context, e Execer, after time.Duration) (int64, error) {
 	tag, err := e.Exec(ctx, `
 		UPDATE stb.hubs h SET state = $2, state_since = now()
 		WHERE h.state = $3
-		  AND coalesce((SELECT hb.received_at FROM stb.hub_heartbeats hb WHERE hb.hub = h.name),
-		               h.state_since) < now() - make_interval(secs => $1)`, after.Seconds(), string(HubInactive), string(HubActive))
+		  AND coalesce(greatest(
+		          (SELECT hb.received_at FROM stb.hub_heartbeats hb WHERE hb.hub = h.name),
+		          (SELECT lh.last_timestamp AT TIME ZONE 'UTC' FROM status.leaf_hub_heartbeats lh WHERE lh.leaf_hub_name = h.name)),
+		       h.state_since) < now() - make_interval(secs => $1)`, after.Seconds(), string(HubInactive), string(HubActive))
 	if err != nil {
 		return 0, fmt.Errorf("db: mark inactive hubs: %w", err)
 	}

@@ -39,13 +39,22 @@ type Expected struct {
 	Lost    int `json:"lost,omitempty"`
 	Resyncs int `json:"resyncs,omitempty"`
 	// GlobalHub counts what the global-hub agents did, nil for the other
-	// agent kinds.
+	// agent kinds. A run's hubs all run one kind of agent, so it also says
+	// which tables hold their rows (GlobalHubAgent).
 	GlobalHub *GHStats `json:"globalHub,omitempty"`
 	// Hubs maps every hub's name to its final state.
 	Hubs map[string]*HubState `json:"hubs"`
 }
 
 // HubState is the final state of one hub.
+//
+// The tables named are those of STB's own agent kinds (AgentSTB,
+// AgentHoH), in schema stb. A hub of the global-hub agent
+// (Expected.GlobalHubAgent) has its rows in the global hub's own tables
+// instead (README "The global hub's database"), where a soft-deleted row
+// (deleted_at set) counts as absent: its heartbeat in
+// status.leaf_hub_heartbeats, its managed clusters in
+// status.managed_clusters and its compliance in local_status.compliance.
 type HubState struct {
 	// Versions maps each bundle type to the version of the last bundle of
 	// that type the hub sent: what stb.bundle_versions must hold.
@@ -59,14 +68,17 @@ type HubState struct {
 	// or here, never in both; nil when there is none.
 	VersionsAtMost map[string]bundle.Version
 	// Heartbeat says whether the hub sent a heartbeat, so that
-	// stb.hub_heartbeats must have its row.
+	// stb.hub_heartbeats (status.leaf_hub_heartbeats for the global-hub
+	// agent) must have its row.
 	Heartbeat bool
 	// ManagedClusters maps cluster names to the clusters of the hub's last
-	// managedclusters snapshot: stb.managed_clusters must hold exactly
+	// managedclusters snapshot: stb.managed_clusters (the live rows of
+	// status.managed_clusters for the global-hub agent) must hold exactly
 	// these.
 	ManagedClusters map[string]Cluster
 	// Compliance maps policy ids and cluster names to compliance states:
-	// stb.compliance must hold exactly these rows. The pairs are those
+	// stb.compliance (local_status.compliance for the global-hub agent)
+	// must hold exactly these rows. The pairs are those
 	// of the hub's last clusterspolicies bundle; the states those of its
 	// last compliance report with the deltas sent after it applied.
 	Compliance map[string]map[string]ComplianceState
@@ -79,30 +91,32 @@ type HubState struct {
 	//
 	// LocalPolicyEvents maps policy ids and cluster names to the names of
 	// the event.localreplicatedpolicy events the agent sent, sorted:
-	// event.local_policy_events must hold exactly these (kind
-	// replicated), each once. LocalRootPolicyEvents is the same for
-	// event.localrootpolicy (kind root), whose events name no cluster
-	// (""). ManagedClusterEvents maps cluster ids and names to the names of
-	// the event.managedcluster events: event.managed_cluster_events must
-	// hold exactly these.
+	// event.local_policies must hold exactly these, each once.
+	// LocalRootPolicyEvents is the same for event.localrootpolicy and
+	// event.local_root_policies, whose events name no cluster ("").
+	// ManagedClusterEvents maps cluster ids (id.k8s.io claims) and names
+	// to the names of the event.managedcluster events:
+	// event.managed_clusters must hold exactly these.
 	LocalPolicyEvents     map[string]map[string][]string
 	LocalRootPolicyEvents map[string]map[string][]string
 	ManagedClusterEvents  map[string]map[string][]string
 	// LocalPolicies maps policy ids (metadata.uid) to the hub's policies as
-	// policy.localspec last gave them: status.local_policies must hold
-	// exactly these.
+	// policy.localspec last gave them: the live rows of
+	// local_spec.policies must be exactly these.
 	LocalPolicies map[string]LocalPolicy
 	// AlertCounts maps ACS Centrals ("<namespace>/<name>") to the counts
-	// the last security.alertcounts of each gave:
-	// status.security_alert_counts must hold exactly these.
+	// the last security.alertcounts of each gave: security.alert_counts
+	// must hold exactly these.
 	AlertCounts map[string]AlertCounts
 	// Migrations maps migration ids and stages to the last report of each
 	// since the hub's last report with resync set:
 	// stb.cluster_migrations must hold exactly these.
 	Migrations map[string]map[string]Migration
 	// HubClusterID and HubInfo are the clusterId and the data of the last
-	// managedhub.info with a clusterId: status.hub_info must hold them,
-	// or no row when HubClusterID is "" (the bridge ignores an info
+	// managedhub.info with a clusterId: the hub's info in
+	// status.leaf_hubs (its live row with the newest updated_at: the row
+	// of an earlier clusterId stays) must be them, or the hub must have no
+	// live row when HubClusterID is "" (the bridge ignores an info
 	// without one, as the global hub's manager does).
 	HubClusterID string
 	HubInfo      json.RawMessage
@@ -132,15 +146,16 @@ func (h *HubState) PolicyEvents() int {
 	return n
 }
 
-// LocalPolicy is a policy of status.local_policies: its namespace, name and
-// the whole object as the agent sent it (status cleared).
+// LocalPolicy is a policy of local_spec.policies: its namespace and name
+// (metadata.namespace and policy_name, both of the payload) and the whole
+// object as the agent sent it (status cleared).
 type LocalPolicy struct {
 	Namespace string          `json:"namespace"`
 	Name      string          `json:"name"`
 	Payload   json.RawMessage `json:"payload"`
 }
 
-// AlertCounts is a row of status.security_alert_counts.
+// AlertCounts is a row of security.alert_counts.
 type AlertCounts struct {
 	Low       int    `json:"low"`
 	Medium    int    `json:"medium"`
@@ -157,7 +172,11 @@ type Migration struct {
 }
 
 // Cluster is a managed cluster as the database must hold it: its id and
-// the labels of its payload.
+// the labels of its payload. For the global-hub agent the id is the
+// cluster's id.k8s.io claim (status.managed_clusters.cluster_id), not its
+// metadata.uid; the bridge skips a cluster without the claim, as upstream
+// does, and the simulator gives every cluster one, so every cluster here
+// has a row.
 type Cluster struct {
 	UID    string            `json:"uid"`
 	Labels map[string]string `json:"labels"`
@@ -304,6 +323,12 @@ func parseVersions(in map[string]string) (map[string]bundle.Version, error) {
 func (s ComplianceState) valid() bool {
 	return s == Compliant || s == NonCompliant || s == UnknownCompliance || s == PendingCompliance
 }
+
+// GlobalHubAgent reports whether the run's hubs ran the global-hub agent
+// (Config.Agent AgentGlobalHub), whose rows are in the global hub's own
+// tables rather than in STB's (HubState). Every hub of a run runs the
+// same kind of agent, and GlobalHub is set exactly for that kind.
+func (e *Expected) GlobalHubAgent() bool { return e.GlobalHub != nil }
 
 // HubNames returns the names of the expected hubs, sorted.
 func (e *Expected) HubNames() []string {

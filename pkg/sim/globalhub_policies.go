@@ -94,7 +94,7 @@ func (s *ghSpecs) object(p *policy) (ghObject, error) {
 	return ghObject{key: ghPolicyNamespace + "/" + p.name, data: data, meta: meta}, nil
 }
 
-// record returns the rows status.local_policies must hold.
+// record returns the rows local_spec.policies must hold.
 func (s *ghSpecs) record(m *policyModel) map[string]LocalPolicy {
 	out := make(map[string]LocalPolicy, len(m.policies))
 	for _, p := range m.policies {

@@ -12,50 +12,96 @@ import (
 	"github.com/stbridge/stb/pkg/sim"
 )
 
-// clustersSQL reads every managed cluster row with only the part of its
-// payload the expected state describes. The order keeps each hub's rows
-// together (the primary key's index serves it), so that they are compared
-// one hub at a time and only one hub's names are held at once.
-const clustersSQL = `
-SELECT hub, cluster_name, cluster_id, payload->'metadata'->'labels'
-FROM status.managed_clusters
-ORDER BY hub, cluster_name`
+// clusterTable is a table of managed clusters and the agent kind that
+// writes it.
+type clusterTable struct {
+	table string
+	// sql reads every live row with only the part of its payload the
+	// expected state describes: hub, cluster name, cluster id and
+	// metadata.labels. The order keeps each hub's rows together (an index
+	// serves it), so that they are compared one hub at a time and only one
+	// hub's names are held at once.
+	sql string
+	// globalHub: the global-hub agent's hubs write it (else STB's own
+	// agent kinds do); a hub of the other kind must have no row in it.
+	globalHub bool
+}
 
-// clusters compares status.managed_clusters with each hub's last snapshot.
-func (v *verifier) clusters(ctx context.Context, db Querier) error {
-	rows, err := db.Query(ctx, clustersSQL)
-	if err != nil {
-		return err
+var (
+	stbClusterTable = clusterTable{
+		table: "stb.managed_clusters",
+		sql: `
+SELECT hub, cluster_name, cluster_id, payload->'metadata'->'labels'
+FROM stb.managed_clusters
+ORDER BY hub, cluster_name`,
 	}
-	scan := newHubScan(v, "status.managed_clusters", v.missingClusters)
-	var (
-		hub, name, id string
-		labels        []byte
-	)
-	_, err = pgx.ForEachRow(rows, []any{&hub, &name, &id, &labels}, func() error {
-		st, found := scan.row(hub)
-		if st == nil {
+	// A soft-deleted row (deleted_at set: the cluster was deleted or left
+	// out of a resync, or its hub was deleted) is absent. The key is the
+	// cluster's id.k8s.io claim, so one hub may hold two live rows of one
+	// name, which is a difference.
+	ghClusterTable = clusterTable{
+		table: "status.managed_clusters",
+		sql: `
+SELECT leaf_hub_name, coalesce(cluster_name, ''), cluster_id::text, payload->'metadata'->'labels'
+FROM status.managed_clusters
+WHERE deleted_at IS NULL
+ORDER BY leaf_hub_name, cluster_name, cluster_id`,
+		globalHub: true,
+	}
+)
+
+// clusters compares a table of managed clusters with each hub's last
+// snapshot: the table of the hubs' agent kind must hold exactly its
+// clusters, the other none.
+func (v *verifier) clusters(t clusterTable) check {
+	return func(ctx context.Context, db Querier) error {
+		rows, err := db.Query(ctx, t.sql)
+		if err != nil {
+			return err
+		}
+		ours := t.globalHub == v.gh
+		scan := newHubScan(v, t.table, func(hub string, st *sim.HubState, found map[string]bool) {
+			if ours {
+				v.missingClusters(hub, st, found)
+			}
+		})
+		var (
+			hub, name, id string
+			labels        []byte
+		)
+		_, err = pgx.ForEachRow(rows, []any{&hub, &name, &id, &labels}, func() error {
+			st, found := scan.row(hub)
+			if st == nil {
+				return nil
+			}
+			if !ours {
+				v.report.add(Category{Kind: UnexpectedCluster}, hub, "managed cluster %s in %s, which the hub's agent does not write", name, t.table)
+				return nil
+			}
+			want, ok := st.ManagedClusters[name]
+			if !ok {
+				v.report.add(Category{Kind: UnexpectedCluster}, hub, "unexpected managed cluster %s", name)
+				return nil
+			}
+			if found[name] {
+				v.report.add(Category{Kind: UnexpectedCluster}, hub, "managed cluster %s is stored twice (another row has id %q)", name, id)
+				return nil
+			}
+			found[name] = true
+			if id != want.UID {
+				v.report.add(Category{Kind: WrongClusterID}, hub, "managed cluster %s has id %q, want %q", name, id, want.UID)
+			}
+			if diff := diffLabels(labels, want.Labels); diff != "" {
+				v.report.add(Category{Kind: WrongLabels}, hub, "managed cluster %s labels: %s", name, diff)
+			}
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		want, ok := st.ManagedClusters[name]
-		if !ok {
-			v.report.add(Category{Kind: UnexpectedCluster}, hub, "unexpected managed cluster %s", name)
-			return nil
-		}
-		found[name] = true
-		if id != want.UID {
-			v.report.add(Category{Kind: WrongClusterID}, hub, "managed cluster %s has id %q, want %q", name, id, want.UID)
-		}
-		if diff := diffLabels(labels, want.Labels); diff != "" {
-			v.report.add(Category{Kind: WrongLabels}, hub, "managed cluster %s labels: %s", name, diff)
-		}
+		scan.finish()
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	scan.finish()
-	return nil
 }
 
 // missingClusters reports the expected clusters of hub not in found.

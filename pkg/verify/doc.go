@@ -6,17 +6,26 @@
 // queries, streamed, whatever the number of hubs; a table whose rows are
 // compared one by one is read in hub order, so only one hub's keys are held
 // at once), and reports every difference: versions in
-// status.bundle_versions older or newer than the last bundle sent (or, for
+// stb.bundle_versions older or newer than the last bundle sent (or, for
 // a compliancedelta a report followed, newer than the bound); missing or
 // unexpected managed clusters and wrong cluster ids or labels; missing or
-// unexpected rows of status.compliance and rows in the wrong state; missing
-// or unexpected policy events; missing heartbeats and hub rows; and rows of
-// hubs that were never simulated. For the global-hub agent's hubs it
-// compares the tables its types fill instead of their versions (the
-// bridge maps them onto runs of its own): hub info, local policies, alert
-// counts, cluster migrations, managed-cluster and local policy events,
-// each event stored once. The Report counts the hubs affected per
-// category and keeps the differences themselves, sorted, for its Summary.
+// unexpected compliance rows and rows in the wrong state; missing or
+// unexpected policy events; missing heartbeats and hub rows; and rows of
+// hubs that were never simulated. For the global-hub agent's hubs
+// (sim.Expected.GlobalHubAgent) it reads the global hub's own tables, the
+// ones upstream's operator creates (README "The global hub's database"),
+// where a soft-deleted row (deleted_at set) is absent: managed clusters in
+// status.managed_clusters, compliance in local_status.compliance,
+// heartbeats in status.leaf_hub_heartbeats; and it compares the tables
+// its types fill instead of their versions (the bridge maps them onto
+// runs of its own): hub info (status.leaf_hubs), local policies
+// (local_spec.policies), alert counts (security.alert_counts), cluster
+// migrations (stb.cluster_migrations), managed-cluster and local policy
+// events (event.managed_clusters, event.local_policies,
+// event.local_root_policies), each event stored once. The tables of the
+// other agent kind must hold no rows of the hubs. The Report counts the
+// hubs affected per category and keeps the differences themselves,
+// sorted, for its Summary.
 //
 // A database simulated into before holds what earlier runs left. When the
 // expected state says which incarnation its run started at

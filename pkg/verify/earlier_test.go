@@ -42,13 +42,13 @@ func TestVerifyAcceptsEarlierRunsAndTombstones(t *testing.T) {
 	for typ := range sent {
 		sentTypes = append(sentTypes, typ)
 	}
-	for _, q := range []string{`DELETE FROM status.hubs`, `DELETE FROM status.hub_heartbeats`, `DELETE FROM status.managed_clusters`,
-		`DELETE FROM status.compliance`} {
+	for _, q := range []string{`DELETE FROM stb.hubs`, `DELETE FROM stb.hub_heartbeats`, `DELETE FROM stb.managed_clusters`,
+		`DELETE FROM stb.compliance`} {
 		if _, err := pool.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, `DELETE FROM status.bundle_versions WHERE bundle_type = ANY($1)`, sentTypes); err != nil {
+	if _, err := pool.Exec(ctx, `DELETE FROM stb.bundle_versions WHERE bundle_type = ANY($1)`, sentTypes); err != nil {
 		t.Fatal(err)
 	}
 	load(t, pool, later)
@@ -67,14 +67,14 @@ func TestVerifyAcceptsEarlierRunsAndTombstones(t *testing.T) {
 	if unsent == "" {
 		t.Fatal("hub-001 sent every type; pick another seed")
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, $2, 200, $3::numeric)
+	if _, err := pool.Exec(ctx, `INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, $2, 200, $3::numeric)
 		ON CONFLICT (hub, bundle_type) DO UPDATE SET incarnation = 200, generation = excluded.generation`,
 		hub, unsent, strconv.FormatUint(db.TombstoneGeneration, 10)); err != nil {
 		t.Fatal(err)
 	}
 	var left, events int
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM status.bundle_versions WHERE incarnation < 100),
-		(SELECT count(*) FROM event.policy_events)`).Scan(&left, &events); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stb.bundle_versions WHERE incarnation < 100),
+		(SELECT count(*) FROM stb.policy_events)`).Scan(&left, &events); err != nil {
 		t.Fatal(err)
 	}
 	if left == 0 || events <= later.PolicyEvents() {
@@ -100,10 +100,10 @@ func TestVerifyAcceptsEarlierRunsAndTombstones(t *testing.T) {
 	// not sent, newer than the run's start, and an event of this run's
 	// name that was never sent.
 	inTx(t, pool, func(tx pgx.Tx) {
-		if _, err := tx.Exec(ctx, `UPDATE status.bundle_versions SET generation = 5 WHERE hub = $1 AND bundle_type = $2`, hub, unsent); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE stb.bundle_versions SET generation = 5 WHERE hub = $1 AND bundle_type = $2`, hub, unsent); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name) VALUES ($1, 'p', 'c', $2)`,
+		if _, err := tx.Exec(ctx, `INSERT INTO stb.policy_events (hub, policy_id, cluster_name, event_name) VALUES ($1, 'p', 'c', $2)`,
 			hub, sim.EventName("policy-001", 100, 999)); err != nil {
 			t.Fatal(err)
 		}

@@ -13,32 +13,44 @@ import (
 	"github.com/stbridge/stb/pkg/sim"
 )
 
-// The tables only the global-hub agent's types fill. A hub of another
-// agent kind expects no rows in them.
+// The tables only the global-hub agent's types fill: the global hub's own
+// (README "The global hub's database"), but for stb.cluster_migrations,
+// which upstream's manager keeps in memory. A hub of another agent kind
+// expects no rows in them. A soft-deleted row (deleted_at set) is absent.
 
 const (
-	hubInfoSQL = `SELECT hub, cluster_id, payload::text FROM status.hub_info`
+	// A hub's info is its live row with the newest updated_at: when its
+	// clusterId changes, the row of the old one stays (the key is
+	// (cluster_id, leaf_hub_name)), live, as upstream leaves it.
+	hubInfoSQL = `
+SELECT DISTINCT ON (leaf_hub_name) leaf_hub_name, cluster_id::text, payload::text
+FROM status.leaf_hubs
+WHERE deleted_at IS NULL
+ORDER BY leaf_hub_name, updated_at DESC, created_at DESC, cluster_id`
 
+	// The namespace and name are the payload's (policy_name is generated
+	// from it).
 	localPoliciesSQL = `
-SELECT hub, policy_id, namespace, name, payload::text
-FROM status.local_policies
-ORDER BY hub, policy_id`
+SELECT leaf_hub_name, policy_id::text, coalesce(payload->'metadata'->>'namespace', ''), coalesce(policy_name, ''), payload::text
+FROM local_spec.policies
+WHERE deleted_at IS NULL
+ORDER BY leaf_hub_name, policy_id`
 
 	alertCountsSQL = `
-SELECT hub, source, low, medium, high, critical, detail_url
-FROM status.security_alert_counts
-ORDER BY hub, source`
+SELECT hub_name, source, low, medium, high, critical, detail_url
+FROM security.alert_counts
+ORDER BY hub_name, source`
 
 	migrationsSQL = `
 SELECT hub, migration_id, stage, error_message, payload::text
-FROM status.cluster_migrations
+FROM stb.cluster_migrations
 ORDER BY hub, migration_id, stage`
 )
 
-// hubInfo compares status.hub_info with the last info with a clusterId
-// each hub's agent sent: its clusterId and its whole data. A hub that sent
-// none (or only infos without a clusterId, which the bridge ignores) must
-// have no row.
+// hubInfo compares each hub's info in status.leaf_hubs with the last info
+// with a clusterId its agent sent: its clusterId and its whole data. A hub
+// that sent none (or only infos without a clusterId, which the bridge
+// ignores) must have no live row.
 func (v *verifier) hubInfo(ctx context.Context, db Querier) error {
 	rows, err := db.Query(ctx, hubInfoSQL)
 	if err != nil {
@@ -48,7 +60,7 @@ func (v *verifier) hubInfo(ctx context.Context, db Querier) error {
 	got := map[string]row{}
 	var hub, id, payload string
 	if _, err := pgx.ForEachRow(rows, []any{&hub, &id, &payload}, func() error {
-		if v.expected(hub, "status.hub_info") != nil {
+		if v.expected(hub, "status.leaf_hubs") != nil {
 			got[hub] = row{id, payload}
 		}
 		return nil
@@ -75,15 +87,15 @@ func (v *verifier) hubInfo(ctx context.Context, db Querier) error {
 	return nil
 }
 
-// localPolicies compares status.local_policies with the policies each
-// hub's policy.localspec last gave: the same ids, each with its namespace,
-// name and whole object.
+// localPolicies compares the live rows of local_spec.policies with the
+// policies each hub's policy.localspec last gave: the same ids, each with
+// its namespace, name and whole object.
 func (v *verifier) localPolicies(ctx context.Context, db Querier) error {
 	rows, err := db.Query(ctx, localPoliciesSQL)
 	if err != nil {
 		return err
 	}
-	scan := newHubScan(v, "status.local_policies", func(hub string, st *sim.HubState, found map[string]bool) {
+	scan := newHubScan(v, "local_spec.policies", func(hub string, st *sim.HubState, found map[string]bool) {
 		missingKeys(v, hub, st.LocalPolicies, found, MissingLocalPolicy, "local policy %s is missing")
 	})
 	var hub, id, ns, name, payload string
@@ -113,14 +125,14 @@ func (v *verifier) localPolicies(ctx context.Context, db Querier) error {
 	return nil
 }
 
-// alertCounts compares status.security_alert_counts with the counts each
-// hub's ACS Central last reported.
+// alertCounts compares security.alert_counts with the counts each hub's
+// ACS Central last reported.
 func (v *verifier) alertCounts(ctx context.Context, db Querier) error {
 	rows, err := db.Query(ctx, alertCountsSQL)
 	if err != nil {
 		return err
 	}
-	scan := newHubScan(v, "status.security_alert_counts", func(hub string, st *sim.HubState, found map[string]bool) {
+	scan := newHubScan(v, "security.alert_counts", func(hub string, st *sim.HubState, found map[string]bool) {
 		missingKeys(v, hub, st.AlertCounts, found, MissingAlertCounts, "alert counts of %s are missing")
 	})
 	var (
@@ -150,14 +162,14 @@ func (v *verifier) alertCounts(ctx context.Context, db Querier) error {
 	return nil
 }
 
-// migrations compares status.cluster_migrations with the last report of
+// migrations compares stb.cluster_migrations with the last report of
 // each migration stage since each hub's last report with resync set.
 func (v *verifier) migrations(ctx context.Context, db Querier) error {
 	rows, err := db.Query(ctx, migrationsSQL)
 	if err != nil {
 		return err
 	}
-	scan := newHubScan(v, "status.cluster_migrations", func(hub string, st *sim.HubState, found map[[2]string]bool) {
+	scan := newHubScan(v, "stb.cluster_migrations", func(hub string, st *sim.HubState, found map[[2]string]bool) {
 		if len(found) == countMigrations(st) {
 			return
 		}

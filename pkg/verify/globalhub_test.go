@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -31,64 +32,87 @@ func simulateGH(t testing.TB, cfg sim.Config) *sim.Expected {
 	return exp
 }
 
+// ghEventMonth is the month the events loadGH writes happened in: the
+// event tables are partitioned by month, so it makes sure the month has
+// its partitions.
+var ghEventMonth = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // loadGH writes a global-hub run's expected state into the database as
-// the bridge would once it has caught up: its tables, and version rows of
-// its types that say nothing verify can check.
+// the bridge would once it has caught up: the global hub's own tables
+// (and stb.cluster_migrations), STB's bookkeeping (stb.hubs), and version
+// rows of its types that say nothing verify can check.
 func loadGH(t testing.TB, pool *pgxpool.Pool, exp *sim.Expected) {
 	t.Helper()
 	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `SELECT stb.ensure_month_partitions(t, ARRAY[$1::timestamp])
+		FROM unnest(ARRAY['event.managed_clusters', 'event.local_policies', 'event.local_root_policies', 'history.local_compliance']) AS t`,
+		ghEventMonth); err != nil {
+		t.Fatalf("partitions: %v", err)
+	}
 	b := &pgx.Batch{}
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := ghEventMonth
 	next := func() time.Time { at = at.Add(time.Second); return at }
 	for _, hub := range exp.HubNames() {
 		st := exp.Hubs[hub]
-		b.Queue(`INSERT INTO status.hubs (name) VALUES ($1)`, hub)
-		b.Queue(`INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())`, hub)
-		b.Queue(`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, $2, 3, 17)`,
+		b.Queue(`INSERT INTO stb.hubs (name) VALUES ($1)`, hub)
+		if st.Heartbeat {
+			b.Queue(`INSERT INTO status.leaf_hub_heartbeats (leaf_hub_name, last_timestamp) VALUES ($1, now() AT TIME ZONE 'UTC')`, hub)
+		}
+		b.Queue(`INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, $2, 3, 17)`,
 			hub, sim.TypeGHHeartbeat)
 		for name, c := range st.ManagedClusters {
-			b.Queue(`INSERT INTO status.managed_clusters (hub, cluster_name, cluster_id, payload)
-				VALUES ($1, $2, $3, $4::jsonb)`, hub, name, c.UID, clusterPayload(t, name, c))
+			b.Queue(`INSERT INTO status.managed_clusters (leaf_hub_name, cluster_id, payload, error)
+				VALUES ($1, $2, $3::jsonb, 'none')`, hub, c.UID, ghClusterPayload(t, name, c))
 		}
 		for policy, clusters := range st.Compliance {
 			for cluster, state := range clusters {
-				b.Queue(`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
-					VALUES ($1, $2, $3, $4)`, hub, policy, cluster, string(state))
+				b.Queue(`INSERT INTO local_status.compliance (policy_id, cluster_name, leaf_hub_name, error, compliance)
+					VALUES ($1, $2, $3, 'none', $4)`, policy, cluster, hub, string(state))
 			}
 		}
 		for id, p := range st.LocalPolicies {
-			b.Queue(`INSERT INTO status.local_policies (hub, policy_id, namespace, name, payload)
-				VALUES ($1, $2, $3, $4, $5::jsonb)`, hub, id, p.Namespace, p.Name, string(p.Payload))
+			b.Queue(`INSERT INTO local_spec.policies (leaf_hub_name, policy_id, payload)
+				VALUES ($1, $2, $3::jsonb)`, hub, id, string(p.Payload))
 		}
 		for source, c := range st.AlertCounts {
-			b.Queue(`INSERT INTO status.security_alert_counts (hub, source, low, medium, high, critical, detail_url)
+			b.Queue(`INSERT INTO security.alert_counts (hub_name, source, low, medium, high, critical, detail_url)
 				VALUES ($1, $2, $3, $4, $5, $6, $7)`, hub, source, c.Low, c.Medium, c.High, c.Critical, c.DetailURL)
 		}
 		for id, stages := range st.Migrations {
 			for stage, m := range stages {
-				b.Queue(`INSERT INTO status.cluster_migrations (hub, migration_id, stage, error_message, payload)
+				b.Queue(`INSERT INTO stb.cluster_migrations (hub, migration_id, stage, error_message, payload)
 					VALUES ($1, $2, $3, $4, $5::jsonb)`, hub, id, stage, m.ErrorMessage, string(m.Payload))
 			}
 		}
 		if st.HubClusterID != "" {
-			b.Queue(`INSERT INTO status.hub_info (hub, cluster_id, payload) VALUES ($1, $2, $3::jsonb)`,
+			b.Queue(`INSERT INTO status.leaf_hubs (leaf_hub_name, cluster_id, payload) VALUES ($1, $2, $3::jsonb)`,
 				hub, st.HubClusterID, string(st.HubInfo))
 		}
 		for id, byName := range st.ManagedClusterEvents {
 			for cluster, names := range byName {
 				for _, name := range names {
-					b.Queue(`INSERT INTO event.managed_cluster_events (hub, event_name, created_at, cluster_name, cluster_id, payload)
-						VALUES ($1, $2, $3, $4, $5, '{}')`, hub, name, next(), cluster, id)
+					b.Queue(`INSERT INTO event.managed_clusters (event_namespace, event_name, cluster_name, cluster_id, leaf_hub_name, event_type, created_at)
+						VALUES ($2, $3, $2, $4, $1, 'Normal', $5)`, hub, cluster, name, id, next())
 				}
 			}
 		}
-		for kind, byPolicy := range map[string]map[string]map[string][]string{"root": st.LocalRootPolicyEvents, "replicated": st.LocalPolicyEvents} {
-			for policy, byCluster := range byPolicy {
-				for cluster, names := range byCluster {
-					for _, name := range names {
-						b.Queue(`INSERT INTO event.local_policy_events (hub, kind, event_name, event_count, created_at, policy_id, cluster_name, payload)
-							VALUES ($1, $2, $3, 1, $4, $5, $6, '{}')`, hub, kind, name, next(), policy, cluster)
-					}
+		for policy, byCluster := range st.LocalRootPolicyEvents {
+			for _, names := range byCluster {
+				for _, name := range names {
+					b.Queue(`INSERT INTO event.local_root_policies (event_name, policy_id, leaf_hub_name, count, created_at, compliance)
+						VALUES ($1, $2, $3, 1, $4, 'compliant')`, name, policy, hub, next())
+				}
+			}
+		}
+		for policy, byCluster := range st.LocalPolicyEvents {
+			for cluster, names := range byCluster {
+				id := st.ManagedClusters[cluster].UID // a cluster gone since has none
+				if id == "" {
+					id = "00000000-0000-0000-0000-000000000000"
+				}
+				for _, name := range names {
+					b.Queue(`INSERT INTO event.local_policies (event_name, policy_id, cluster_id, cluster_name, leaf_hub_name, count, created_at, compliance)
+						VALUES ($1, $2, $3, $4, $5, 1, $6, 'compliant')`, name, policy, id, cluster, hub, next())
 				}
 			}
 		}
@@ -96,6 +120,26 @@ func loadGH(t testing.TB, pool *pgxpool.Pool, exp *sim.Expected) {
 	if err := pool.SendBatch(ctx, b).Close(); err != nil {
 		t.Fatalf("load expected state: %v", err)
 	}
+}
+
+// ghClusterPayload returns a ManagedCluster object as the global-hub agent
+// sends it: known by its id.k8s.io claim, which status.managed_clusters
+// keys it by.
+func ghClusterPayload(t testing.TB, name string, c sim.Cluster) string {
+	t.Helper()
+	obj := map[string]any{
+		"apiVersion": "cluster.open-cluster-management.io/v1",
+		"kind":       "ManagedCluster",
+		"metadata":   map[string]any{"name": name, "labels": c.Labels},
+		"status": map[string]any{"clusterClaims": []map[string]string{
+			{"name": sim.ClusterIDClaim, "value": c.UID},
+		}},
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // TestVerifyGlobalHub: the tables of the global-hub agent's types are
@@ -124,7 +168,8 @@ func TestVerifyGlobalHub(t *testing.T) {
 	var hub, other string
 	for _, name := range exp.HubNames() {
 		st := exp.Hubs[name]
-		if hub == "" && len(st.Migrations) > 0 && len(st.AlertCounts) > 0 && st.HubClusterID != "" && len(st.LocalRootPolicyEvents) > 0 {
+		if hub == "" && len(st.Migrations) > 0 && len(st.AlertCounts) > 0 && st.HubClusterID != "" && len(st.LocalRootPolicyEvents) > 0 &&
+			len(st.LocalPolicyEvents) > 0 && st.ComplianceRows() > 0 && len(st.ManagedClusters) > 0 {
 			hub = name
 		}
 	}
@@ -141,12 +186,31 @@ func TestVerifyGlobalHub(t *testing.T) {
 	clusterEvent := st.ManagedClusterEvents[clusterID][clusterName][0]
 	rootPolicy := sortedKeys(st.LocalRootPolicyEvents)[0]
 	rootEvent := st.LocalRootPolicyEvents[rootPolicy][""][0]
+	replPolicy := sortedKeys(st.LocalPolicyEvents)[0]
+	replCluster := sortedKeys(st.LocalPolicyEvents[replPolicy])[0]
+	replEvent := st.LocalPolicyEvents[replPolicy][replCluster][0]
+	cluster := sortedKeys(st.ManagedClusters)[0]
+	compPolicy := sortedKeys(st.Compliance)[0]
+	placed := sortedKeys(st.Compliance[compPolicy])[0]
+	state := st.Compliance[compPolicy][placed]
+	otherState := sim.Compliant
+	if state == sim.Compliant {
+		otherState = sim.NonCompliant
+	}
 	for _, name := range exp.HubNames() {
 		if name != hub && exp.Hubs[name].HubClusterID != "" {
 			other = name
 			break
 		}
 	}
+	const (
+		stranger = "0badc0de-0000-4000-8000-000000000001" // a uuid no simulated object has
+		oldID    = "0badc0de-0000-4000-8000-000000000002"
+	)
+	// Upstream's soft delete, as its hub management writes it
+	// (stolostron/multicluster-global-hub
+	// manager/pkg/processes/hubmanagement/hub_management.go, cleanup).
+	const softDelete = `deleted_at = now() AT TIME ZONE 'UTC'`
 
 	type change struct {
 		sql  string
@@ -160,82 +224,255 @@ func TestVerifyGlobalHub(t *testing.T) {
 	}{
 		{
 			name:    "missing local policy",
-			changes: []change{{`DELETE FROM status.local_policies WHERE hub = $1 AND policy_id = $2`, []any{hub, policy}}},
+			changes: []change{{`DELETE FROM local_spec.policies WHERE leaf_hub_name = $1 AND policy_id = $2`, []any{hub, policy}}},
+			want:    map[Category]int{{Kind: MissingLocalPolicy}: 1},
+			line:    hub + ": local policy " + policy + " is missing",
+		},
+		{
+			name:    "soft-deleted local policy",
+			changes: []change{{`UPDATE local_spec.policies SET ` + softDelete + ` WHERE leaf_hub_name = $1 AND policy_id = $2`, []any{hub, policy}}},
 			want:    map[Category]int{{Kind: MissingLocalPolicy}: 1},
 			line:    hub + ": local policy " + policy + " is missing",
 		},
 		{
 			name: "local policy with another spec",
-			changes: []change{{`UPDATE status.local_policies SET payload = jsonb_set(payload, '{spec,remediationAction}', '"remove"')
-				WHERE hub = $1 AND policy_id = $2`, []any{hub, policy}}},
+			changes: []change{{`UPDATE local_spec.policies SET payload = jsonb_set(payload, '{spec,remediationAction}', '"remove"')
+				WHERE leaf_hub_name = $1 AND policy_id = $2`, []any{hub, policy}}},
 			want: map[Category]int{{Kind: WrongLocalPolicy}: 1},
 			line: `.spec.remediationAction is "remove", want`,
 		},
 		{
+			name: "local policy with another name",
+			changes: []change{{`UPDATE local_spec.policies SET payload = jsonb_set(payload, '{metadata,name}', '"renamed"')
+				WHERE leaf_hub_name = $1 AND policy_id = $2`, []any{hub, policy}}},
+			want: map[Category]int{{Kind: WrongLocalPolicy}: 1},
+			line: "is default/renamed, want default/",
+		},
+		{
 			name: "unexpected local policy",
-			changes: []change{{`INSERT INTO status.local_policies (hub, policy_id, namespace, name, payload)
-				VALUES ($1, 'stowaway', 'default', 'p', '{}')`, []any{hub}}},
+			changes: []change{{`INSERT INTO local_spec.policies (leaf_hub_name, policy_id, payload)
+				VALUES ($1, $2, '{"metadata": {"namespace": "default", "name": "p"}}')`, []any{hub, stranger}}},
 			want: map[Category]int{{Kind: UnexpectedLocalPolicy}: 1},
+			line: "unexpected local policy " + stranger + " (default/p)",
+		},
+		{
+			name: "soft-deleted stranger policy",
+			changes: []change{{`INSERT INTO local_spec.policies (leaf_hub_name, policy_id, payload, deleted_at)
+				VALUES ($1, $2, '{"metadata": {"namespace": "default", "name": "p"}}', now() AT TIME ZONE 'UTC')`, []any{hub, stranger}}},
+			want: map[Category]int{},
 		},
 		{
 			name: "wrong alert counts",
-			changes: []change{{`UPDATE status.security_alert_counts SET critical = critical + 1 WHERE hub = $1 AND source = $2`,
+			changes: []change{{`UPDATE security.alert_counts SET critical = critical + 1 WHERE hub_name = $1 AND source = $2`,
 				[]any{hub, source}}},
 			want: map[Category]int{{Kind: WrongAlertCounts}: 1},
 		},
 		{
 			name:    "missing alert counts",
-			changes: []change{{`DELETE FROM status.security_alert_counts WHERE hub = $1`, []any{hub}}},
+			changes: []change{{`DELETE FROM security.alert_counts WHERE hub_name = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: MissingAlertCounts}: 1},
 		},
 		{
 			name: "migration stage missing",
-			changes: []change{{`DELETE FROM status.cluster_migrations WHERE hub = $1 AND migration_id = $2 AND stage = $3`,
+			changes: []change{{`DELETE FROM stb.cluster_migrations WHERE hub = $1 AND migration_id = $2 AND stage = $3`,
 				[]any{hub, migration, stage}}},
 			want: map[Category]int{{Kind: MissingMigration}: 1},
 		},
 		{
 			name: "migration kept after a resync",
-			changes: []change{{`INSERT INTO status.cluster_migrations (hub, migration_id, stage, payload)
+			changes: []change{{`INSERT INTO stb.cluster_migrations (hub, migration_id, stage, payload)
 				VALUES ($1, 'forgotten', 'Validating', '{}')`, []any{hub}}},
 			want: map[Category]int{{Kind: UnexpectedMigration}: 1},
 		},
 		{
 			name: "migration with another error",
-			changes: []change{{`UPDATE status.cluster_migrations SET error_message = 'boom', payload = '{"errMessage":"boom"}'
+			changes: []change{{`UPDATE stb.cluster_migrations SET error_message = 'boom', payload = '{"errMessage":"boom"}'
 				WHERE hub = $1 AND migration_id = $2 AND stage = $3`, []any{hub, migration, stage}}},
 			want: map[Category]int{{Kind: WrongMigration}: 1},
 		},
 		{
 			name:    "hub info missing",
-			changes: []change{{`DELETE FROM status.hub_info WHERE hub = $1`, []any{hub}}},
+			changes: []change{{`DELETE FROM status.leaf_hubs WHERE leaf_hub_name = $1`, []any{hub}}},
+			want:    map[Category]int{{Kind: WrongHubInfo}: 1},
+			line:    hub + ": no hub info, want clusterId",
+		},
+		{
+			name:    "hub info soft-deleted",
+			changes: []change{{`UPDATE status.leaf_hubs SET ` + softDelete + ` WHERE leaf_hub_name = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: WrongHubInfo}: 1},
 			line:    hub + ": no hub info, want clusterId",
 		},
 		{
 			name:    "hub info with another payload",
-			changes: []change{{`UPDATE status.hub_info SET payload = jsonb_set(payload, '{grafanaURL}', '"x"') WHERE hub = $1`, []any{hub}}},
+			changes: []change{{`UPDATE status.leaf_hubs SET payload = jsonb_set(payload, '{grafanaURL}', '"x"') WHERE leaf_hub_name = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: WrongHubInfo}: 1},
 			line:    ".grafanaURL is",
 		},
 		{
+			// The key is (cluster_id, leaf_hub_name): the row of the
+			// hub's clusterId before stays live, older.
+			name: "the row of an earlier clusterId stays",
+			changes: []change{{`INSERT INTO status.leaf_hubs (leaf_hub_name, cluster_id, payload, created_at, updated_at)
+				VALUES ($1, $2, '{}', now() - interval '1 day', now() - interval '1 day')`, []any{hub, oldID}}},
+			want: map[Category]int{},
+		},
+		{
+			name: "a newer row of another clusterId",
+			changes: []change{{`INSERT INTO status.leaf_hubs (leaf_hub_name, cluster_id, payload, created_at, updated_at)
+				VALUES ($1, $2, '{}', now() + interval '1 day', now() + interval '1 day')`, []any{hub, oldID}}},
+			want: map[Category]int{{Kind: WrongHubInfo}: 1},
+			line: hub + `: hub info clusterId "` + oldID + `"`,
+		},
+		{
 			name: "managed-cluster event stored twice",
-			changes: []change{{`INSERT INTO event.managed_cluster_events (hub, event_name, created_at, cluster_name, cluster_id, payload)
-				VALUES ($1, $2, now(), $3, $4, '{}')`, []any{hub, clusterEvent, clusterName, clusterID}}},
+			changes: []change{{`INSERT INTO event.managed_clusters (event_namespace, event_name, cluster_name, cluster_id, leaf_hub_name, event_type, created_at)
+				VALUES ($3, $2, $3, $4, $1, 'Normal', $5)`, []any{hub, clusterEvent, clusterName, clusterID, ghEventMonth.Add(time.Hour * 24 * 20)}}},
 			want: map[Category]int{{Kind: UnexpectedClusterEvent}: 1},
 			line: "is stored twice",
 		},
 		{
 			name: "root-policy event missing",
-			changes: []change{{`DELETE FROM event.local_policy_events WHERE hub = $1 AND kind = 'root' AND event_name = $2`,
+			changes: []change{{`DELETE FROM event.local_root_policies WHERE leaf_hub_name = $1 AND event_name = $2`,
 				[]any{hub, rootEvent}}},
 			want: map[Category]int{{Kind: MissingRootEvent}: 1},
 		},
 		{
+			name: "replicated-policy event missing",
+			changes: []change{{`DELETE FROM event.local_policies WHERE leaf_hub_name = $1 AND event_name = $2`,
+				[]any{hub, replEvent}}},
+			want: map[Category]int{{Kind: MissingLocalEvent}: 1},
+			line: "replicated-policy event " + replEvent + " (policy " + replPolicy + ", cluster " + replCluster + ") is missing",
+		},
+		{
 			name: "a global-hub type's version is not checked",
-			changes: []change{{`UPDATE status.bundle_versions SET incarnation = 1, generation = 1 WHERE hub = $1`, []any{hub}},
-				{`DELETE FROM status.hub_info WHERE hub = $1`, []any{other}}},
+			changes: []change{{`UPDATE stb.bundle_versions SET incarnation = 1, generation = 1 WHERE hub = $1`, []any{hub}},
+				{`DELETE FROM status.leaf_hubs WHERE leaf_hub_name = $1`, []any{other}}},
 			want: map[Category]int{{Kind: WrongHubInfo}: 1},
+		},
+		{
+			name:    "missing cluster",
+			changes: []change{{`DELETE FROM status.managed_clusters WHERE leaf_hub_name = $1 AND cluster_name = $2`, []any{hub, cluster}}},
+			want:    map[Category]int{{Kind: MissingCluster}: 1},
+			line:    hub + ": managed cluster " + cluster + " is missing",
+		},
+		{
+			name:    "soft-deleted cluster",
+			changes: []change{{`UPDATE status.managed_clusters SET ` + softDelete + ` WHERE leaf_hub_name = $1 AND cluster_name = $2`, []any{hub, cluster}}},
+			want:    map[Category]int{{Kind: MissingCluster}: 1},
+			line:    hub + ": managed cluster " + cluster + " is missing",
+		},
+		{
+			// A cluster known by another claim before, soft-deleted then.
+			name: "soft-deleted row of a cluster's earlier id",
+			changes: []change{{`INSERT INTO status.managed_clusters (leaf_hub_name, cluster_id, payload, error, deleted_at)
+				VALUES ($1, $2, jsonb_build_object('metadata', jsonb_build_object('name', $3::text)), 'none', now() AT TIME ZONE 'UTC')`,
+				[]any{hub, oldID, cluster}}},
+			want: map[Category]int{},
+		},
+		{
+			name: "two live rows of one cluster",
+			changes: []change{{`INSERT INTO status.managed_clusters (leaf_hub_name, cluster_id, payload, error)
+				SELECT leaf_hub_name, $3, payload, error FROM status.managed_clusters WHERE leaf_hub_name = $1 AND cluster_name = $2`,
+				[]any{hub, cluster, "ffffffff-0000-4000-8000-000000000003"}}},
+			want: map[Category]int{{Kind: UnexpectedCluster}: 1},
+			line: hub + ": managed cluster " + cluster + " is stored twice",
+		},
+		{
+			name: "cluster keyed by another id",
+			changes: []change{{`UPDATE status.managed_clusters SET cluster_id = $3 WHERE leaf_hub_name = $1 AND cluster_name = $2`,
+				[]any{hub, cluster, stranger}}},
+			want: map[Category]int{{Kind: WrongClusterID}: 1},
+			line: `has id "` + stranger + `"`,
+		},
+		{
+			name: "changed label",
+			changes: []change{{`UPDATE status.managed_clusters SET payload = jsonb_set(payload, '{metadata,labels,generation}', '"999"')
+				WHERE leaf_hub_name = $1 AND cluster_name = $2`, []any{hub, cluster}}},
+			want: map[Category]int{{Kind: WrongLabels}: 1},
+			line: `generation="999", want`,
+		},
+		{
+			name: "a cluster of another hub",
+			changes: []change{{`UPDATE status.managed_clusters SET leaf_hub_name = $2 WHERE leaf_hub_name = $1 AND cluster_name = $3`,
+				[]any{hub, other, cluster}}},
+			want: map[Category]int{{Kind: MissingCluster}: 1, {Kind: UnexpectedCluster}: 1},
+		},
+		{
+			name: "a cluster in STB's own table",
+			changes: []change{{`INSERT INTO stb.managed_clusters (hub, cluster_name, cluster_id, payload) VALUES ($1, $2, $3, '{}')`,
+				[]any{hub, cluster, st.ManagedClusters[cluster].UID}}},
+			want: map[Category]int{{Kind: UnexpectedCluster}: 1},
+			line: hub + ": managed cluster " + cluster + " in stb.managed_clusters, which the hub's agent does not write",
+		},
+		{
+			name: "compliance in the wrong state",
+			changes: []change{{`UPDATE local_status.compliance SET compliance = $4
+				WHERE leaf_hub_name = $1 AND policy_id = $2 AND cluster_name = $3`, []any{hub, compPolicy, placed, string(otherState)}}},
+			want: map[Category]int{{Kind: WrongCompliance}: 1},
+			line: hub + ": policy " + compPolicy + " on cluster " + placed + " is " + string(otherState),
+		},
+		{
+			name: "missing compliance row",
+			changes: []change{{`DELETE FROM local_status.compliance
+				WHERE leaf_hub_name = $1 AND policy_id = $2 AND cluster_name = $3`, []any{hub, compPolicy, placed}}},
+			want: map[Category]int{{Kind: MissingCompliance}: 1},
+		},
+		{
+			name: "unexpected compliance row",
+			changes: []change{{`INSERT INTO local_status.compliance (policy_id, cluster_name, leaf_hub_name, error, compliance)
+				VALUES ($2, 'stowaway', $1, 'none', 'pending')`, []any{hub, compPolicy}}},
+			want: map[Category]int{{Kind: UnexpectedCompliance}: 1},
+			line: "unexpected compliance row: policy " + compPolicy + " on cluster stowaway (pending)",
+		},
+		{
+			name: "compliance in STB's own table",
+			changes: []change{{`INSERT INTO stb.compliance (hub, policy_id, cluster_name, compliance) VALUES ($1, $2, $3, 'compliant')`,
+				[]any{hub, compPolicy, placed}}},
+			want: map[Category]int{{Kind: UnexpectedCompliance}: 1},
+			line: "compliance row in stb.compliance, which the hub's agent does not write",
+		},
+		{
+			name:    "missing heartbeat",
+			changes: []change{{`DELETE FROM status.leaf_hub_heartbeats WHERE leaf_hub_name = $1`, []any{hub}}},
+			want:    map[Category]int{{Kind: MissingHeartbeat}: 1},
+			line:    hub + ": no heartbeat",
+		},
+		{
+			// Upstream's manager marks a silent hub inactive; the row
+			// stays, and so does the hub's heartbeat.
+			name:    "heartbeat marked inactive",
+			changes: []change{{`UPDATE status.leaf_hub_heartbeats SET status = 'inactive' WHERE leaf_hub_name = $1`, []any{hub}}},
+			want:    map[Category]int{},
+		},
+		{
+			// STB's lifecycle bookkeeping: neither required nor a
+			// difference for the global-hub agent's hubs.
+			name:    "a row in stb.hub_heartbeats",
+			changes: []change{{`INSERT INTO stb.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())`, []any{hub}}},
+			want:    map[Category]int{},
+		},
+		{
+			name: "a stranger in the global hub's tables",
+			changes: []change{
+				{`INSERT INTO status.managed_clusters (leaf_hub_name, cluster_id, payload, error) VALUES ('intruder', $1, '{"metadata": {"name": "c"}}', 'none')`, []any{stranger}},
+				{`INSERT INTO status.leaf_hub_heartbeats (leaf_hub_name) VALUES ('intruder')`, nil},
+				{`INSERT INTO security.alert_counts (hub_name, source, low, medium, high, critical, detail_url) VALUES ('intruder', 's', 0, 0, 0, 0, '')`, nil},
+			},
+			want: map[Category]int{{Kind: UnexpectedHub}: 1},
+			line: "intruder: not expected, but has rows in status.managed_clusters, security.alert_counts, status.leaf_hub_heartbeats",
+		},
+		{
+			// What upstream's hub management leaves of a hub it cleans
+			// up: soft-deleted clusters and info, soft-deleted policies,
+			// no compliance, its heartbeat row marked inactive.
+			name: "a stranger upstream cleaned up",
+			changes: []change{
+				{`INSERT INTO status.managed_clusters (leaf_hub_name, cluster_id, payload, error, deleted_at)
+					VALUES ('intruder', $1, '{"metadata": {"name": "c"}}', 'none', now() AT TIME ZONE 'UTC')`, []any{stranger}},
+				{`INSERT INTO status.leaf_hubs (leaf_hub_name, cluster_id, payload, deleted_at) VALUES ('intruder', $1, '{}', now() AT TIME ZONE 'UTC')`, []any{stranger}},
+				{`INSERT INTO local_spec.policies (leaf_hub_name, policy_id, payload, deleted_at) VALUES ('intruder', $1, '{}', now() AT TIME ZONE 'UTC')`, []any{stranger}},
+			},
+			want: map[Category]int{},
 		},
 	}
 	for _, tt := range tests {

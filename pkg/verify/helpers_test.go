@@ -31,29 +31,29 @@ func load(t testing.TB, pool *pgxpool.Pool, exp *sim.Expected) {
 	b := &pgx.Batch{}
 	for _, hub := range exp.HubNames() {
 		st := exp.Hubs[hub]
-		b.Queue(`INSERT INTO status.hubs (name) VALUES ($1)`, hub)
+		b.Queue(`INSERT INTO stb.hubs (name) VALUES ($1)`, hub)
 		if st.Heartbeat {
-			b.Queue(`INSERT INTO status.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())`, hub)
+			b.Queue(`INSERT INTO stb.hub_heartbeats (hub, last_timestamp) VALUES ($1, now())`, hub)
 		}
 		for typ, v := range st.Versions {
-			b.Queue(`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+			b.Queue(`INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation)
 				VALUES ($1, $2, $3::numeric, $4::numeric)`,
 				hub, typ, strconv.FormatUint(v.Incarnation, 10), strconv.FormatUint(v.Generation, 10))
 		}
 		for name, c := range st.ManagedClusters {
-			b.Queue(`INSERT INTO status.managed_clusters (hub, cluster_name, cluster_id, payload)
+			b.Queue(`INSERT INTO stb.managed_clusters (hub, cluster_name, cluster_id, payload)
 				VALUES ($1, $2, $3, $4::jsonb)`, hub, name, c.UID, clusterPayload(t, name, c))
 		}
 		for policy, clusters := range st.Compliance {
 			for cluster, state := range clusters {
-				b.Queue(`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
+				b.Queue(`INSERT INTO stb.compliance (hub, policy_id, cluster_name, compliance)
 					VALUES ($1, $2, $3, $4)`, hub, policy, cluster, string(state))
 			}
 		}
 		for policy, clusters := range st.Events {
 			for cluster, names := range clusters {
 				for _, name := range names {
-					b.Queue(`INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name, reason, message)
+					b.Queue(`INSERT INTO stb.policy_events (hub, policy_id, cluster_name, event_name, reason, message)
 						VALUES ($1, $2, $3, $4, 'PolicyStatusSync', 'loaded by hand')`, hub, policy, cluster, name)
 				}
 			}

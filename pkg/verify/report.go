@@ -12,9 +12,14 @@ import (
 // state.
 type Kind int
 
-// Kinds of difference, in the order Summary lists them.
+// Kinds of difference, in the order Summary lists them. Where a kind names
+// a table of STB's (schema stb), a hub of the global-hub agent has its rows
+// in the global hub's own table instead (sim.HubState): its managed
+// clusters in status.managed_clusters, its compliance in
+// local_status.compliance, its heartbeat in status.leaf_hub_heartbeats;
+// a row in the table of the other agent kind is unexpected.
 const (
-	// StaleVersion: status.bundle_versions holds an older version than
+	// StaleVersion: stb.bundle_versions holds an older version than
 	// the last bundle of the type the hub sent.
 	StaleVersion Kind = iota + 1
 	// NewerVersion: it holds a newer one than the last sent.
@@ -24,75 +29,78 @@ const (
 	// UnexpectedVersion: it holds a row for a type the hub never sent.
 	UnexpectedVersion
 	// MissingCluster: a managed cluster of the hub's last snapshot has no
-	// row in status.managed_clusters.
+	// row in stb.managed_clusters (no live row in status.managed_clusters).
 	MissingCluster
-	// UnexpectedCluster: a row of status.managed_clusters is not in the
-	// hub's last snapshot.
+	// UnexpectedCluster: a row of stb.managed_clusters is not in the
+	// hub's last snapshot (or a live row of status.managed_clusters, or
+	// one of two live rows of one name).
 	UnexpectedCluster
 	// WrongClusterID: a cluster's row has another cluster_id.
 	WrongClusterID
 	// WrongLabels: a cluster's row has other metadata.labels.
 	WrongLabels
 	// MissingCompliance: a (policy, cluster) pair of the hub's last
-	// placement has no row in status.compliance.
+	// placement has no row in stb.compliance.
 	MissingCompliance
-	// UnexpectedCompliance: a row of status.compliance is not a pair of
+	// UnexpectedCompliance: a row of stb.compliance is not a pair of
 	// the hub's last placement.
 	UnexpectedCompliance
 	// WrongCompliance: a pair's row has another compliance state than the
 	// hub's last report and the deltas after it give.
 	WrongCompliance
 	// MissingEvent: a policy event the hub sent has no row in
-	// event.policy_events.
+	// stb.policy_events.
 	MissingEvent
-	// UnexpectedEvent: a row of event.policy_events is not an event the
+	// UnexpectedEvent: a row of stb.policy_events is not an event the
 	// hub sent.
 	UnexpectedEvent
-	// MissingHeartbeat: status.hub_heartbeats has no row for a hub that
+	// MissingHeartbeat: stb.hub_heartbeats has no row for a hub that
 	// sent heartbeats.
 	MissingHeartbeat
 	// UnexpectedHeartbeat: it has one for a hub that sent none.
 	UnexpectedHeartbeat
-	// MissingHub: status.hubs has no row for a hub the bridge wrote
+	// MissingHub: stb.hubs has no row for a hub the bridge wrote
 	// bundles of.
 	MissingHub
-	// UnexpectedHub: some status table has rows of a hub not in the
+	// UnexpectedHub: some table read has rows of a hub not in the
 	// expected state.
 	UnexpectedHub
 	// MissingLocalEvent: an event.localreplicatedpolicy event a global-hub
-	// agent sent has no row in event.local_policy_events.
+	// agent sent has no row in event.local_policies.
 	MissingLocalEvent
-	// UnexpectedLocalEvent: a replicated-policy row of
-	// event.local_policy_events is not an event the hub sent.
+	// UnexpectedLocalEvent: a row of event.local_policies is not an event
+	// the hub sent (or is one stored twice).
 	UnexpectedLocalEvent
-	// WrongHubInfo: status.hub_info has no row, or another clusterId or
-	// payload, for a hub whose global-hub agent sent managedhub.info with a
-	// clusterId; or a row for a hub that sent none.
+	// WrongHubInfo: status.leaf_hubs has no live row, or its newest live
+	// row has another clusterId or payload, for a hub whose global-hub
+	// agent sent managedhub.info with a clusterId; or a live row for a hub
+	// that sent none.
 	WrongHubInfo
 	// MissingRootEvent, UnexpectedRootEvent: as MissingLocalEvent and
-	// UnexpectedLocalEvent, for event.localrootpolicy (kind root).
+	// UnexpectedLocalEvent, for event.localrootpolicy and
+	// event.local_root_policies.
 	MissingRootEvent
 	UnexpectedRootEvent
 	// MissingClusterEvent, UnexpectedClusterEvent: an event.managedcluster
-	// event the hub sent has no row in event.managed_cluster_events, or a
-	// row there is not one it sent (or is one stored twice).
+	// event the hub sent has no row in event.managed_clusters, or a row
+	// there is not one it sent (or is one stored twice).
 	MissingClusterEvent
 	UnexpectedClusterEvent
 	// MissingLocalPolicy, UnexpectedLocalPolicy, WrongLocalPolicy: a policy
-	// of the hub's last policy.localspec has no row in
-	// status.local_policies, a row is not one of them, or its namespace,
-	// name or payload differ.
+	// of the hub's last policy.localspec has no live row in
+	// local_spec.policies, a live row is not one of them, or its
+	// namespace, name or payload differ.
 	MissingLocalPolicy
 	UnexpectedLocalPolicy
 	WrongLocalPolicy
 	// MissingAlertCounts, UnexpectedAlertCounts, WrongAlertCounts: the
-	// same for status.security_alert_counts and the hub's last
+	// same for security.alert_counts and the hub's last
 	// security.alertcounts per ACS Central.
 	MissingAlertCounts
 	UnexpectedAlertCounts
 	WrongAlertCounts
 	// MissingMigration, UnexpectedMigration, WrongMigration: the same for
-	// status.cluster_migrations and the hub's last report per migration
+	// stb.cluster_migrations and the hub's last report per migration
 	// and stage since its last resync report.
 	MissingMigration
 	UnexpectedMigration
@@ -178,7 +186,7 @@ func (c Category) Describe(n int) string {
 	case WrongMigration:
 		what = have + " migration rows that differ from the last report"
 	case MissingHub:
-		what = are + " missing from status.hubs"
+		what = are + " missing from stb.hubs"
 	case UnexpectedHub:
 		return fmt.Sprintf("%d unexpected %s %s rows in the database", n, hubs, have)
 	default:
@@ -197,9 +205,12 @@ const summaryMismatches = 20
 // Report is the outcome of Verify.
 type Report struct {
 	// Hubs, Versions, Clusters, ComplianceRows and Events count what was
-	// expected: hubs, rows of status.bundle_versions (those whose version
-	// is certain), of status.managed_clusters, of status.compliance and of
-	// event.policy_events and event.local_policy_events.
+	// expected: hubs, rows of stb.bundle_versions (those whose version
+	// is certain), managed clusters and compliance rows (in
+	// stb.managed_clusters and stb.compliance, or status.managed_clusters
+	// and local_status.compliance for the global-hub agent), and rows of
+	// stb.policy_events, event.local_policies and
+	// event.local_root_policies.
 	Hubs           int
 	Versions       int
 	Clusters       int
@@ -207,14 +218,14 @@ type Report struct {
 	Events         int
 	// ClusterEvents, LocalPolicies, AlertCounts and Migrations count the
 	// expected rows of the global-hub agent's tables:
-	// event.managed_cluster_events, status.local_policies,
-	// status.security_alert_counts and status.cluster_migrations.
+	// event.managed_clusters, local_spec.policies, security.alert_counts
+	// and stb.cluster_migrations.
 	ClusterEvents int
 	LocalPolicies int
 	AlertCounts   int
 	Migrations    int
 
-	// Tombstones counts the rows of status.bundle_versions a hub delete
+	// Tombstones counts the rows of stb.bundle_versions a hub delete
 	// left for types the hub did not send (stb hub delete), and Earlier
 	// the rows an earlier run left in a database simulated into again
 	// (sim.Expected.FirstIncarnation): versions of types this run did not

@@ -30,7 +30,7 @@ func TestCategoryDescribe(t *testing.T) {
 		{Category{Kind: UnexpectedEvent}, 2, "2 hubs have unexpected policy events"},
 		{Category{Kind: MissingHeartbeat}, 1, "1 hub has no heartbeat"},
 		{Category{Kind: UnexpectedHeartbeat}, 2, "2 hubs have a heartbeat but sent none"},
-		{Category{Kind: MissingHub}, 2, "2 hubs are missing from status.hubs"},
+		{Category{Kind: MissingHub}, 2, "2 hubs are missing from stb.hubs"},
 		{Category{Kind: UnexpectedHub}, 1, "1 unexpected hub has rows in the database"},
 		{Category{Kind: UnexpectedHub}, 7, "7 unexpected hubs have rows in the database"},
 	}
@@ -89,7 +89,7 @@ func TestReportSummaryShowsTheFirstDifferences(t *testing.T) {
 	}
 
 	var one Report
-	one.add(Category{Kind: MissingHub}, "h", "not in status.hubs")
+	one.add(Category{Kind: MissingHub}, "h", "not in stb.hubs")
 	one.finish()
 	if s := one.Summary(); !strings.Contains(s, ": 1 difference\n") {
 		t.Errorf("summary of one difference:\n%s", s)

@@ -44,6 +44,7 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 	}
 	v := &verifier{
 		exp:       exp,
+		gh:        exp.GlobalHubAgent(),
 		hubNames:  exp.HubNames(),
 		report:    &Report{Hubs: len(exp.Hubs)},
 		strangers: make(map[string][]string),
@@ -58,21 +59,28 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 		v.report.AlertCounts += len(h.AlertCounts)
 		v.report.Migrations += countMigrations(h)
 	}
+	// Both agent kinds' tables are read whatever the run's: the tables of
+	// the other kind must hold no rows of its hubs.
 	for _, check := range []struct {
 		table string
-		run   func(context.Context, Querier) error
+		run   check
 	}{
-		{"status.bundle_versions", v.versions},
-		{"status.managed_clusters", v.clusters},
-		{"status.compliance", v.compliance},
-		{"event.policy_events", v.events},
-		{"event.local_policy_events", v.localEvents},
-		{"status.hub_info", v.hubInfo},
-		{"status.local_policies", v.localPolicies},
-		{"status.security_alert_counts", v.alertCounts},
-		{"status.cluster_migrations", v.migrations},
-		{"status.hub_heartbeats", v.heartbeats},
-		{"status.hubs", v.hubs},
+		{"stb.bundle_versions", v.versions},
+		{stbClusterTable.table, v.clusters(stbClusterTable)},
+		{ghClusterTable.table, v.clusters(ghClusterTable)},
+		{stbComplianceTable.table, v.compliance(stbComplianceTable)},
+		{ghComplianceTable.table, v.compliance(ghComplianceTable)},
+		{policyEventTable.table, v.events(policyEventTable)},
+		{localPolicyEventTable.table, v.events(localPolicyEventTable)},
+		{rootPolicyEventTable.table, v.events(rootPolicyEventTable)},
+		{clusterEventTable.table, v.events(clusterEventTable)},
+		{"status.leaf_hubs", v.hubInfo},
+		{"local_spec.policies", v.localPolicies},
+		{"security.alert_counts", v.alertCounts},
+		{"stb.cluster_migrations", v.migrations},
+		{stbHeartbeatTable.table, v.heartbeats(stbHeartbeatTable)},
+		{ghHeartbeatTable.table, v.heartbeats(ghHeartbeatTable)},
+		{"stb.hubs", v.hubs},
 	} {
 		if err := check.run(ctx, db); err != nil {
 			return nil, fmt.Errorf("verify %s: %w", check.table, err)
@@ -83,9 +91,17 @@ func Verify(ctx context.Context, db Querier, exp *sim.Expected) (*Report, error)
 	return v.report, nil
 }
 
+// check compares one table with the expected state.
+type check func(context.Context, Querier) error
+
 // verifier holds the state of one Verify call.
 type verifier struct {
 	exp *sim.Expected
+	// gh: the expected hubs ran the global-hub agent
+	// (sim.Expected.GlobalHubAgent), so their managed clusters,
+	// compliance and heartbeats are in the global hub's own tables, not
+	// in STB's.
+	gh bool
 	// hubNames are the expected hubs, sorted: loops over them report in a
 	// stable order, which matters once there are more than MaxMismatches.
 	hubNames []string

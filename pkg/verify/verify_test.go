@@ -92,7 +92,7 @@ func TestVerify(t *testing.T) {
 	}{
 		{
 			name: "older version",
-			changes: []change{{`UPDATE status.bundle_versions SET generation = generation - 1
+			changes: []change{{`UPDATE stb.bundle_versions SET generation = generation - 1
 				WHERE hub = $1 AND bundle_type = 'managedclusters'`, []any{hub}}},
 			want:    map[Category]int{{StaleVersion, "managedclusters"}: 1},
 			summary: "1 hub has stale managedclusters versions",
@@ -100,7 +100,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "older incarnation in three hubs",
-			changes: []change{{`UPDATE status.bundle_versions SET incarnation = incarnation - 1, generation = 1000
+			changes: []change{{`UPDATE stb.bundle_versions SET incarnation = incarnation - 1, generation = 1000
 				WHERE hub = ANY($1) AND bundle_type = 'managedclusters'`, []any{[]string{"hub-001", "hub-003", "hub-005"}}}},
 			want:    map[Category]int{{StaleVersion, "managedclusters"}: 3},
 			summary: "3 hubs have stale managedclusters versions",
@@ -108,14 +108,14 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "newer version",
-			changes: []change{{`UPDATE status.bundle_versions SET generation = generation + 1
+			changes: []change{{`UPDATE stb.bundle_versions SET generation = generation + 1
 				WHERE hub = $1 AND bundle_type = 'heartbeat'`, []any{hub}}},
 			want:    map[Category]int{{NewerVersion, "heartbeat"}: 1},
 			summary: "1 hub has heartbeat versions newer than the last sent",
 		},
 		{
 			name:    "missing version",
-			changes: []change{{`DELETE FROM status.bundle_versions WHERE hub = $1 AND bundle_type = 'heartbeat'`, []any{hub}}},
+			changes: []change{{`DELETE FROM stb.bundle_versions WHERE hub = $1 AND bundle_type = 'heartbeat'`, []any{hub}}},
 			want:    map[Category]int{{MissingVersion, "heartbeat"}: 1},
 			summary: "1 hub has no heartbeat version",
 		},
@@ -123,14 +123,14 @@ func TestVerify(t *testing.T) {
 			// At the run's first incarnation: a lower one is a version an
 			// earlier run left (TestVerifyAcceptsEarlierRunsAndTombstones).
 			name: "version of a type never sent",
-			changes: []change{{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+			changes: []change{{`INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation)
 				VALUES ($1, 'localpolicies', $2::numeric, 1)`, []any{hub, strconv.FormatUint(exp.FirstIncarnation, 10)}}},
 			want:    map[Category]int{{UnexpectedVersion, "localpolicies"}: 1},
 			summary: "1 hub has localpolicies versions but sent no localpolicies bundle",
 		},
 		{
 			name: "compliancedelta version newer than the last delta sent",
-			changes: []change{{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+			changes: []change{{`INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation)
 				VALUES ($1, 'compliancedelta', $2::numeric, $3::numeric)`,
 				[]any{bounded, strconv.FormatUint(bound.Incarnation, 10), strconv.FormatUint(bound.Generation+1, 10)}}},
 			want:    map[Category]int{{NewerVersion, "compliancedelta"}: 1},
@@ -139,7 +139,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "wrong compliance state",
-			changes: []change{{`UPDATE status.compliance SET compliance = $4
+			changes: []change{{`UPDATE stb.compliance SET compliance = $4
 				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3`, []any{hub, policy, placed, string(other)}}},
 			want:    map[Category]int{{Kind: WrongCompliance}: 1},
 			summary: "1 hub has compliance rows in the wrong state",
@@ -147,7 +147,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "missing compliance row",
-			changes: []change{{`DELETE FROM status.compliance
+			changes: []change{{`DELETE FROM stb.compliance
 				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3`, []any{hub, policy, placed}}},
 			want:    map[Category]int{{Kind: MissingCompliance}: 1},
 			summary: "1 hub is missing compliance rows",
@@ -155,14 +155,14 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:    "all compliance rows of a hub missing",
-			changes: []change{{`DELETE FROM status.compliance WHERE hub = $1`, []any{hub}}},
+			changes: []change{{`DELETE FROM stb.compliance WHERE hub = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: MissingCompliance}: 1},
 			diffs:   st.ComplianceRows(),
 			summary: "1 hub is missing compliance rows",
 		},
 		{
 			name: "extra compliance row",
-			changes: []change{{`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
+			changes: []change{{`INSERT INTO stb.compliance (hub, policy_id, cluster_name, compliance)
 				VALUES ($1, $2, 'stowaway', 'unknown')`, []any{hub, policy}}},
 			want:    map[Category]int{{Kind: UnexpectedCompliance}: 1},
 			summary: "1 hub has unexpected compliance rows",
@@ -170,7 +170,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "compliance of a removed policy",
-			changes: []change{{`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance)
+			changes: []change{{`INSERT INTO stb.compliance (hub, policy_id, cluster_name, compliance)
 				VALUES ($1, 'gone', $2, 'compliant'), ($1, 'gone', $3, 'compliant')`, []any{hub, placed, cluster}}},
 			want:    map[Category]int{{Kind: UnexpectedCompliance}: 1},
 			diffs:   2,
@@ -178,7 +178,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "missing policy event",
-			changes: []change{{`DELETE FROM event.policy_events
+			changes: []change{{`DELETE FROM stb.policy_events
 				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3 AND event_name = $4`, []any{hub, evPolicy, evCluster, event}}},
 			want:    map[Category]int{{Kind: MissingEvent}: 1},
 			summary: "1 hub is missing policy events",
@@ -186,7 +186,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "extra policy event",
-			changes: []change{{`INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name)
+			changes: []change{{`INSERT INTO stb.policy_events (hub, policy_id, cluster_name, event_name)
 				VALUES ($1, $2, $3, 'policy-999.ffffffff')`, []any{hub, evPolicy, evCluster}}},
 			want:    map[Category]int{{Kind: UnexpectedEvent}: 1},
 			summary: "1 hub has unexpected policy events",
@@ -194,35 +194,35 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "event moved to another cluster",
-			changes: []change{{`UPDATE event.policy_events SET cluster_name = 'elsewhere'
+			changes: []change{{`UPDATE stb.policy_events SET cluster_name = 'elsewhere'
 				WHERE hub = $1 AND policy_id = $2 AND cluster_name = $3 AND event_name = $4`, []any{hub, evPolicy, evCluster, event}}},
 			want:    map[Category]int{{Kind: MissingEvent}: 1, {Kind: UnexpectedEvent}: 1},
 			summary: "1 hub has unexpected policy events",
 		},
 		{
 			name:    "all events of three hubs missing",
-			changes: []change{{`DELETE FROM event.policy_events WHERE hub IN ('hub-001', 'hub-003', 'hub-005')`, nil}},
+			changes: []change{{`DELETE FROM stb.policy_events WHERE hub IN ('hub-001', 'hub-003', 'hub-005')`, nil}},
 			want:    map[Category]int{{Kind: MissingEvent}: 3},
 			diffs:   exp.Hubs["hub-001"].PolicyEvents() + exp.Hubs["hub-003"].PolicyEvents() + exp.Hubs["hub-005"].PolicyEvents(),
 			summary: "3 hubs are missing policy events",
 		},
 		{
 			name:    "missing cluster",
-			changes: []change{{`DELETE FROM status.managed_clusters WHERE hub = $1 AND cluster_name = $2`, []any{hub, cluster}}},
+			changes: []change{{`DELETE FROM stb.managed_clusters WHERE hub = $1 AND cluster_name = $2`, []any{hub, cluster}}},
 			want:    map[Category]int{{Kind: MissingCluster}: 1},
 			summary: "1 hub is missing managed clusters",
 			line:    hub + ": managed cluster " + cluster + " is missing",
 		},
 		{
 			name:    "all clusters of a hub missing",
-			changes: []change{{`DELETE FROM status.managed_clusters WHERE hub = $1`, []any{hub}}},
+			changes: []change{{`DELETE FROM stb.managed_clusters WHERE hub = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: MissingCluster}: 1},
 			diffs:   len(exp.Hubs[hub].ManagedClusters),
 			summary: "1 hub is missing managed clusters",
 		},
 		{
 			name: "extra cluster",
-			changes: []change{{`INSERT INTO status.managed_clusters (hub, cluster_name, cluster_id, payload)
+			changes: []change{{`INSERT INTO stb.managed_clusters (hub, cluster_name, cluster_id, payload)
 				VALUES ($1, 'stowaway', 'x', '{}')`, []any{hub}}},
 			want:    map[Category]int{{Kind: UnexpectedCluster}: 1},
 			summary: "1 hub has unexpected managed clusters",
@@ -230,7 +230,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "changed label",
-			changes: []change{{`UPDATE status.managed_clusters
+			changes: []change{{`UPDATE stb.managed_clusters
 				SET payload = jsonb_set(payload, '{metadata,labels,generation}', '"999"')
 				WHERE hub = $1 AND cluster_name = $2`, []any{hub, cluster}}},
 			want:    map[Category]int{{Kind: WrongLabels}: 1},
@@ -239,7 +239,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "labels gone",
-			changes: []change{{`UPDATE status.managed_clusters SET payload = payload #- '{metadata,labels}'
+			changes: []change{{`UPDATE stb.managed_clusters SET payload = payload #- '{metadata,labels}'
 				WHERE hub = $1 AND cluster_name = $2`, []any{hub, cluster}}},
 			want:    map[Category]int{{Kind: WrongLabels}: 1},
 			summary: "1 hub has managed clusters with wrong labels",
@@ -247,7 +247,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name: "changed cluster id",
-			changes: []change{{`UPDATE status.managed_clusters SET cluster_id = 'impostor'
+			changes: []change{{`UPDATE stb.managed_clusters SET cluster_id = 'impostor'
 				WHERE hub = $1 AND cluster_name = $2`, []any{hub, cluster}}},
 			want:    map[Category]int{{Kind: WrongClusterID}: 1},
 			summary: "1 hub has managed clusters with wrong cluster ids",
@@ -255,35 +255,54 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:    "missing heartbeat",
-			changes: []change{{`DELETE FROM status.hub_heartbeats WHERE hub = $1`, []any{hub}}},
+			changes: []change{{`DELETE FROM stb.hub_heartbeats WHERE hub = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: MissingHeartbeat}: 1},
 			summary: "1 hub has no heartbeat\n",
 		},
 		{
 			name:    "missing hub row",
-			changes: []change{{`DELETE FROM status.hubs WHERE name = $1`, []any{hub}}},
+			changes: []change{{`DELETE FROM stb.hubs WHERE name = $1`, []any{hub}}},
 			want:    map[Category]int{{Kind: MissingHub}: 1},
-			summary: "1 hub is missing from status.hubs",
+			summary: "1 hub is missing from stb.hubs",
 		},
 		{
 			name: "extra hub",
 			changes: []change{
-				{`INSERT INTO status.hubs (name) VALUES ('intruder')`, nil},
-				{`INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+				{`INSERT INTO stb.hubs (name) VALUES ('intruder')`, nil},
+				{`INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation)
 					VALUES ('intruder', 'heartbeat', 1, 1)`, nil},
-				{`INSERT INTO status.managed_clusters (hub, cluster_name, payload) VALUES ('intruder', 'c', '{}')`, nil},
-				{`INSERT INTO status.compliance (hub, policy_id, cluster_name, compliance) VALUES ('intruder', 'p', 'c', 'unknown')`, nil},
-				{`INSERT INTO event.policy_events (hub, policy_id, cluster_name, event_name) VALUES ('intruder', 'p', 'c', 'e')`, nil},
+				{`INSERT INTO stb.managed_clusters (hub, cluster_name, payload) VALUES ('intruder', 'c', '{}')`, nil},
+				{`INSERT INTO stb.compliance (hub, policy_id, cluster_name, compliance) VALUES ('intruder', 'p', 'c', 'unknown')`, nil},
+				{`INSERT INTO stb.policy_events (hub, policy_id, cluster_name, event_name) VALUES ('intruder', 'p', 'c', 'e')`, nil},
 			},
 			want:    map[Category]int{{Kind: UnexpectedHub}: 1},
 			summary: "1 unexpected hub has rows in the database",
-			line:    "intruder: not expected, but has rows in status.bundle_versions, status.managed_clusters, status.compliance, event.policy_events, status.hubs",
+			line:    "intruder: not expected, but has rows in stb.bundle_versions, stb.managed_clusters, stb.compliance, stb.policy_events, stb.hubs",
+		},
+		{
+			// STB's own agent writes none of the global hub's tables.
+			name: "rows in the global-hub agent's tables",
+			changes: []change{
+				{`INSERT INTO status.managed_clusters (leaf_hub_name, cluster_id, payload, error)
+					VALUES ($1, '0badc0de-0000-4000-8000-000000000001', jsonb_build_object('metadata', jsonb_build_object('name', $2::text)), 'none')`,
+					[]any{hub, cluster}},
+				{`INSERT INTO local_status.compliance (policy_id, cluster_name, leaf_hub_name, error, compliance)
+					VALUES ('0badc0de-0000-4000-8000-000000000002', $2, $1, 'none', 'compliant')`, []any{hub, placed}},
+				{`INSERT INTO status.leaf_hub_heartbeats (leaf_hub_name) VALUES ($1)`, []any{hub}},
+			},
+			want: map[Category]int{
+				{Kind: UnexpectedCluster}:    1,
+				{Kind: UnexpectedCompliance}: 1,
+				{Kind: UnexpectedHeartbeat}:  1,
+			},
+			summary: "1 hub has unexpected managed clusters",
+			line:    hub + ": managed cluster " + cluster + " in status.managed_clusters, which the hub's agent does not write",
 		},
 		{
 			name: "several at once",
 			changes: []change{
-				{`DELETE FROM status.hub_heartbeats WHERE hub IN ('hub-001', 'hub-004')`, nil},
-				{`UPDATE status.bundle_versions SET generation = generation - 1
+				{`DELETE FROM stb.hub_heartbeats WHERE hub IN ('hub-001', 'hub-004')`, nil},
+				{`UPDATE stb.bundle_versions SET generation = generation - 1
 					WHERE hub = 'hub-006' AND bundle_type IN ('heartbeat', 'managedclusters')`, nil},
 			},
 			want: map[Category]int{
@@ -351,7 +370,7 @@ func TestVerifyBoundedVersion(t *testing.T) {
 		n++
 		for _, v := range []bundle.Version{bound, {Incarnation: bound.Incarnation, Generation: 1}, {}} {
 			inTx(t, pool, func(tx pgx.Tx) {
-				if _, err := tx.Exec(ctx, `INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+				if _, err := tx.Exec(ctx, `INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation)
 					VALUES ($1, 'compliancedelta', $2::numeric, $3::numeric)`,
 					hub, strconv.FormatUint(v.Incarnation, 10), strconv.FormatUint(v.Generation, 10)); err != nil {
 					t.Fatal(err)
@@ -412,7 +431,7 @@ func TestVerifyEmptyDatabase(t *testing.T) {
 		"3 hubs are missing compliance rows",
 		"3 hubs are missing policy events",
 		"3 hubs have no heartbeat\n",
-		"3 hubs are missing from status.hubs",
+		"3 hubs are missing from stb.hubs",
 		fmt.Sprintf("first 20 of %d differences:", want),
 	} {
 		if !strings.Contains(summary, want) {

@@ -15,9 +15,9 @@ import (
 // carries every uint64 exactly.
 const versionsSQL = `
 SELECT hub, bundle_type, incarnation::text, generation::text
-FROM status.bundle_versions`
+FROM stb.bundle_versions`
 
-// versions compares status.bundle_versions with the last version each hub
+// versions compares stb.bundle_versions with the last version each hub
 // sent per type. For a type whose version is only bounded
 // (HubState.VersionsAtMost) a missing row or any version up to the bound
 // matches. The global-hub agent's types (bundle.GlobalHubPrefix) are left out:
@@ -36,7 +36,7 @@ func (v *verifier) versions(ctx context.Context, db Querier) error {
 	found := make(map[string]map[string]bool, len(v.exp.Hubs))
 	var hub, typ, inc, gen string
 	_, err = pgx.ForEachRow(rows, []any{&hub, &typ, &inc, &gen}, func() error {
-		st := v.expected(hub, "status.bundle_versions")
+		st := v.expected(hub, "stb.bundle_versions")
 		if st == nil || strings.HasPrefix(typ, bundle.GlobalHubPrefix) {
 			return nil
 		}
