@@ -42,7 +42,7 @@ func rowsOfHub(t *testing.T, pool *pgxpool.Pool, hub string) map[string]int {
 		SELECT c.table_schema || '.' || c.table_name FROM information_schema.columns c
 		JOIN information_schema.tables t USING (table_schema, table_name)
 		WHERE c.column_name = 'hub' AND t.table_type = 'BASE TABLE'
-		  AND c.table_schema IN ('status', 'event')
+		  AND c.table_schema = 'stb'
 		  AND c.table_name NOT IN ('bundle_versions', 'dead_letters', 'hub_requests')`)
 	if err != nil {
 		t.Fatal(err)

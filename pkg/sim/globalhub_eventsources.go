@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -53,10 +54,17 @@ func newGHEventModel(hub string, replicated int) ghEventModel {
 	}
 }
 
-// next returns the name suffix and creation time of a new event.
+// next returns the name suffix and creation time of a new event. The
+// suffix is unique across hubs, as Kubernetes' are (a name is the object's
+// and a suffix its API server makes from the time): the global hub's event
+// tables identify an event by (event_name, count, created_at) alone, with
+// no hub (operator/pkg/controllers/storage/database/2.tables.sql), so two
+// hubs that named their events alike would share rows.
 func (m *ghEventModel) next() (string, string) {
 	m.seq++
-	return fmt.Sprintf("%016x", m.seq), ghEventEpoch.Add(time.Duration(m.seq) * time.Second).Format(time.RFC3339)
+	h := fnv.New32a()
+	h.Write([]byte(m.hub))
+	return fmt.Sprintf("%08x%08x", h.Sum32(), m.seq), ghEventEpoch.Add(time.Duration(m.seq) * time.Second).Format(time.RFC3339)
 }
 
 func note(into map[string]map[string][]string, a, b, name string) {

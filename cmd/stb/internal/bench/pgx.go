@@ -90,17 +90,20 @@ func (w *pgxWriter) writeState(ctx context.Context, st *finalState) (pgxResult, 
 	return w.writeHubs(ctx, hubs)
 }
 
-// countRows returns the rows of every table of the status and event
-// schemas that holds hub state (the offsets and dead letters excluded):
-// the rows a variant must have written.
+// countRows returns the rows of every table that holds hub state — STB's
+// own (schema stb, its positions' owners, requests and dead letters
+// excluded) and the global hub's (its positions in status.transport
+// excluded), each partitioned table counted once: the rows a variant must
+// have written.
 func countRows(ctx context.Context, db interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }) (int64, error) {
 	rows, err := db.Query(ctx, `
-		SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables
-		WHERE table_schema IN ('status', 'event') AND table_type = 'BASE TABLE'
-		  AND table_name NOT IN ('transport', 'dead_letters')
+		SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname IN ('stb', 'status', 'event', 'local_spec', 'local_status', 'security')
+		  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+		  AND c.oid::regclass::text NOT IN ('status.transport', 'stb.dead_letters', 'stb.partition_owners', 'stb.hub_requests')
 		ORDER BY 1`)
 	if err != nil {
 		return 0, err
