@@ -83,11 +83,11 @@ func (e *env) publishCNE(evs ...cneEvent) {
 	}
 }
 
-// cneState returns status.cne_state as "type address data_type" → value text.
+// cneState returns stb.cne_state as "type address data_type" → value text.
 func (e *env) cneState() map[string]string {
 	e.t.Helper()
 	rows, err := e.pool.Query(context.Background(), `
-		SELECT event_type || ' ' || resource_address || ' ' || data_type, coalesce(value_text, value::text) FROM status.cne_state`)
+		SELECT event_type || ' ' || resource_address || ' ' || data_type, coalesce(value_text, value::text) FROM stb.cne_state`)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func (e *env) cneState() map[string]string {
 // cneLetters returns the dead letters as "reason: error" lines.
 func (e *env) cneLetters() []string {
 	e.t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT reason || ': ' || error FROM status.dead_letters ORDER BY "partition", "offset"`)
+	rows, err := e.pool.Query(context.Background(), `SELECT reason || ': ' || error FROM stb.dead_letters ORDER BY "partition", "offset"`)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func (e *env) cneLetters() []string {
 
 // TestCNEEndToEnd: Cloud Native Events of CloudEvents 1.0 and 0.3, in
 // binary and structured mode, go through the real reader (the confluent
-// client on kfake over TCP) into status.cne_state, latest per key by
+// client on kfake over TCP) into stb.cne_state, latest per key by
 // CloudEvents time: duplicates, late copies and a node whose clock stepped
 // back do not take a row backwards; bad events are one dead letter each.
 func TestCNEEndToEnd(t *testing.T) {
@@ -198,7 +198,7 @@ func TestCNEEndToEnd(t *testing.T) {
 		t.Errorf("dead letters %q, want bad_payload for empty values and an unknown value_type", letters)
 	}
 	var nodes int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM status.bundle_versions WHERE bundle_type = $1`, cne.BundleType).Scan(&nodes); err != nil || nodes != 3 {
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.bundle_versions WHERE bundle_type = $1`, cne.BundleType).Scan(&nodes); err != nil || nodes != 3 {
 		t.Errorf("%d nodes in bundle_versions (%v), want 3", nodes, err)
 	}
 	t.Logf("cne: %d rows, %d dead letters", len(got), len(letters))

@@ -161,7 +161,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	do("dry-run replay", chromedp.Click(chromedp.CSS("#replay-reason button")), chromedp.WaitVisible(chromedp.CSS("#action-result")))
 	replayTitle, replayed := text("#action-title"), text("#action-result")
 	var outcome string
-	if err := e.pool.QueryRow(context.Background(), `SELECT replay_outcome FROM status.dead_letters WHERE hub = 'hub-broken'`).Scan(&outcome); err != nil {
+	if err := e.pool.QueryRow(context.Background(), `SELECT replay_outcome FROM stb.dead_letters WHERE hub = 'hub-broken'`).Scan(&outcome); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(replayTitle, "dry run") || !strings.Contains(replayed, "failed 1") || !strings.Contains(replayed, "bad_payload") || outcome != "" {

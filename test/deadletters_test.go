@@ -47,7 +47,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	b := e.startBridge("--max-bundle-bytes", "64KiB")
 	clusters := func() []string {
 		var names []string
-		rows, err := e.pool.Query(context.Background(), `SELECT cluster_name FROM status.managed_clusters WHERE hub = $1 ORDER BY 1`, hub)
+		rows, err := e.pool.Query(context.Background(), `SELECT cluster_name FROM stb.managed_clusters WHERE hub = $1 ORDER BY 1`, hub)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	}
 	letters := func() int {
 		var n int
-		if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM status.dead_letters`).Scan(&n); err != nil {
+		if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.dead_letters`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -134,7 +134,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 		t.Fatalf("clusters after the replay: %s, want the newer snapshot's", got)
 	}
 	var version string
-	if err := e.pool.QueryRow(context.Background(), `SELECT incarnation || '.' || generation FROM status.bundle_versions WHERE hub = $1 AND bundle_type = 'managedclusters'`, hub).Scan(&version); err != nil || version != "6.1" {
+	if err := e.pool.QueryRow(context.Background(), `SELECT incarnation || '.' || generation FROM stb.bundle_versions WHERE hub = $1 AND bundle_type = 'managedclusters'`, hub).Scan(&version); err != nil || version != "6.1" {
 		t.Fatalf("stored version %q (%v), want 6.1", version, err)
 	}
 	list = run("list")

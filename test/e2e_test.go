@@ -131,7 +131,7 @@ func TestBadInputIsSkipped(t *testing.T) {
 	e.waitVerified(exp, time.Minute)
 
 	want := map[string]bool{"not_cloudevent": false, "unknown_type": false, "malformed_version": false}
-	rows, err := e.pool.Query(context.Background(), `SELECT reason, topic, "partition", "offset" FROM status.dead_letters`)
+	rows, err := e.pool.Query(context.Background(), `SELECT reason, topic, "partition", "offset" FROM stb.dead_letters`)
 	if err != nil {
 		t.Fatal(err)
 	}

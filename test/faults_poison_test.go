@@ -287,7 +287,7 @@ func TestPoisonCorpus(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var n int
-		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM status.managed_clusters WHERE hub = 'hub-001' AND cluster_name LIKE 'big-%'`).Scan(&n); err != nil {
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM stb.managed_clusters WHERE hub = 'hub-001' AND cluster_name LIKE 'big-%'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if v := e.versions()["hub-001/managedclusters"]; n == 100 && v == [2]uint64{0, 1} {
@@ -436,17 +436,17 @@ func waitMessagesRead(t *testing.T, b *bridge, n int64, timeout time.Duration) {
 	}
 }
 
-// deadLetterRow is a row of status.dead_letters.
+// deadLetterRow is a row of stb.dead_letters.
 type deadLetterRow struct {
 	partition     int32
 	topic         string
 	reason, error string
 }
 
-// deadLettersByOffset returns status.dead_letters by offset.
+// deadLettersByOffset returns stb.dead_letters by offset.
 func (e *env) deadLettersByOffset() map[int64][]deadLetterRow {
 	e.t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT "offset", "partition", topic, reason, error FROM status.dead_letters ORDER BY id`)
+	rows, err := e.pool.Query(context.Background(), `SELECT "offset", "partition", topic, reason, error FROM stb.dead_letters ORDER BY id`)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestRejectsDuringOutageKeepPolling(t *testing.T) {
 	pe.waitOffsets(pe.highWatermarks(), time.Minute)
 	var rows, distinct int
 	if err := pe.pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT (topic, "partition", "offset"))
-		FROM status.dead_letters WHERE reason = 'not_cloudevent'`).Scan(&rows, &distinct); err != nil {
+		FROM stb.dead_letters WHERE reason = 'not_cloudevent'`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	after, err := b.scrape()

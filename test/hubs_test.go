@@ -28,17 +28,17 @@ func (e *env) clustersOf(hub string) string {
 	var names string
 	if err := e.pool.QueryRow(context.Background(), `
 		SELECT coalesce(string_agg(cluster_name, ',' ORDER BY cluster_name), '')
-		FROM status.managed_clusters WHERE hub = $1`, hub).Scan(&names); err != nil {
+		FROM stb.managed_clusters WHERE hub = $1`, hub).Scan(&names); err != nil {
 		e.t.Fatal(err)
 	}
 	return names
 }
 
-// hubState returns the hub's state in status.hubs ("" without a row).
+// hubState returns the hub's state in stb.hubs ("" without a row).
 func (e *env) hubState(hub string) string {
 	e.t.Helper()
 	var st string
-	err := e.pool.QueryRow(context.Background(), `SELECT state FROM status.hubs WHERE name = $1`, hub).Scan(&st)
+	err := e.pool.QueryRow(context.Background(), `SELECT state FROM stb.hubs WHERE name = $1`, hub).Scan(&st)
 	if err != nil && !strings.Contains(err.Error(), "no rows") {
 		e.t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestResyncRecoversLostBases(t *testing.T) {
 	}
 	e.waitVerified(exp, time.Minute)
 	var dead int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM status.dead_letters`).Scan(&dead); err != nil {
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.dead_letters`).Scan(&dead); err != nil {
 		t.Fatal(err)
 	}
 	if dead != 0 {

@@ -8,7 +8,7 @@ import (
 // 100 hubs with policies, compliance and deltas publishing while the
 // bridge is stopped with SIGTERM and restarted twice; verify passes at the
 // end (managed clusters, compliance rows and events), and sampling
-// status.bundle_versions through the whole run shows no row decreasing.
+// stb.bundle_versions through the whole run shows no row decreasing.
 func TestPoliciesWithRestarts(t *testing.T) {
 	e := newEnv(t, 4)
 	w := e.watchVersions(100 * time.Millisecond)

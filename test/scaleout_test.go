@@ -51,7 +51,7 @@ func TestScaleOut(t *testing.T) {
 // the partitions each holds.
 func (e *env) transportOwners() map[string][]string {
 	e.t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT owner, name FROM status.transport ORDER BY name`)
+	rows, err := e.pool.Query(context.Background(), `SELECT owner, name FROM stb.partition_owners ORDER BY name`)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestSIGTERMWhileBlockedInDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `LOCK TABLE status.managed_clusters IN EXCLUSIVE MODE`); err != nil {
+	if _, err := lock.Exec(ctx, `LOCK TABLE stb.managed_clusters IN EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	const shutdownTimeout, margin = 2 * time.Second, 4 * time.Second

@@ -101,8 +101,8 @@ func TestWorkClusterDelete(t *testing.T) {
 	publish("work-c1", "c1-r4")
 	waitRows("work-c1", 1, "the deleted cluster's next status")
 	var state string
-	if err := e.pool.QueryRow(ctx, `SELECT state FROM status.hubs WHERE name = 'work-c1'`).Scan(&state); err != nil || state != "active" {
-		t.Errorf("status.hubs says %q (%v) after the cluster's next status, want active", state, err)
+	if err := e.pool.QueryRow(ctx, `SELECT state FROM stb.hubs WHERE name = 'work-c1'`).Scan(&state); err != nil || state != "active" {
+		t.Errorf("stb.hubs says %q (%v) after the cluster's next status, want active", state, err)
 	}
 	e.noDeadLetters()
 	b.stop(30 * time.Second)

@@ -109,7 +109,7 @@ func TestWorkAgents(t *testing.T) {
 	}
 	deadline = time.Now().Add(time.Minute)
 	for {
-		rows, err := e.pool.Query(context.Background(), `SELECT reason, hub FROM status.dead_letters`)
+		rows, err := e.pool.Query(context.Background(), `SELECT reason, hub FROM stb.dead_letters`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
-// A Cloud Native Events node's page lists its rows of status.cne_state;
+// A Cloud Native Events node's page lists its rows of stb.cne_state;
 // a hub without any shows no such section.
 func TestConsoleShowsCNERows(t *testing.T) {
 	pool, _ := dbtest.New(t)

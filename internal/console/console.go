@@ -38,7 +38,7 @@ type Overview struct {
 	// heard from since the start).
 	Hubs        int `json:"hubs"`
 	DormantHubs int `json:"dormantHubs"`
-	// ActiveHubs, InactiveHubs and DeletedHubs count status.hubs by state
+	// ActiveHubs, InactiveHubs and DeletedHubs count stb.hubs by state
 	// as of the last sweep, StatesAsOfSec ago (-1 before the first).
 	ActiveHubs    int64   `json:"activeHubs"`
 	InactiveHubs  int64   `json:"inactiveHubs"`
@@ -457,7 +457,7 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 <h1>Hub <span id="hub-name">{{.Hub}}</span></h1>
 {{if .StateErr}}<p class="bad">{{.StateErr}}</p>{{end}}
 {{with .State}}<p>State: <b id="hub-state" class="{{if not .State.Active}}bad{{end}}">{{.State}}</b> since {{when .Since}}{{if .State.Deleted}} (tombstoned: bundles of its old incarnation are ignored){{end}}</p>
-{{else}}<p>State: <b id="hub-state">unknown</b> (no row in status.hubs)</p>{{end}}
+{{else}}<p>State: <b id="hub-state">unknown</b> (no row in stb.hubs)</p>{{end}}
 {{if .Dormant}}<p>Idle: its unit was evicted from memory; its versions are kept.</p>{{end}}
 <h2>In the database</h2>
 {{if .StoredErr}}<p class="bad">{{.StoredErr}}</p>{{end}}

@@ -71,7 +71,7 @@ func TestConsoleReplayIsCapped(t *testing.T) {
 	applied := func() int {
 		t.Helper()
 		var n int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM status.dead_letters WHERE replay_outcome = 'applied'`).Scan(&n); err != nil {
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM stb.dead_letters WHERE replay_outcome = 'applied'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

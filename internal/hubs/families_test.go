@@ -66,7 +66,7 @@ func TestDeleteTakesAClusterBack(t *testing.T) {
 	if applied, err := reg.Write(ctx, pool, [][]*bundle.Bundle{{status(1)}}); err != nil || !applied[0] {
 		t.Fatalf("first status: %v, %v", applied, err)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation)
+	if _, err := pool.Exec(ctx, `INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation)
 		VALUES ('c1', 'heartbeat', 3, 5)`); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +119,6 @@ func TestDeleteTakesAClusterBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err != nil || !applied[0] {
-		t.Fatal("the cluster's next status after the delete was refused by status.bundle_versions")
+		t.Fatal("the cluster's next status after the delete was refused by stb.bundle_versions")
 	}
 }

@@ -29,7 +29,7 @@ const (
 
 // Config is the hub lifecycle's timing. Start from DefaultConfig.
 type Config struct {
-	// InactiveAfter marks a hub inactive in status.hubs when no heartbeat
+	// InactiveAfter marks a hub inactive in stb.hubs when no heartbeat
 	// of it was received for that long; 0 never does.
 	InactiveAfter time.Duration
 	// DeleteAfter deletes a hub (as stb hub delete does) that has been
@@ -158,7 +158,7 @@ func New(cfg Config, deps Deps) (*Lifecycle, error) {
 	}
 	byState := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "stb", Name: "hubs",
-		Help: "Hubs in status.hubs by state (active, inactive, deleted), as counted at the last sweep; every replica reports the same figures, so aggregate with max.",
+		Help: "Hubs in stb.hubs by state (active, inactive, deleted), as counted at the last sweep; every replica reports the same figures, so aggregate with max.",
 	}, []string{"state"})
 	if h.logger == nil {
 		h.logger = zap.NewNop()

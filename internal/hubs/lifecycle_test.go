@@ -59,7 +59,7 @@ func TestFenceEveryType(t *testing.T) {
 }
 
 // TestSweepHasADeadline: a database that hangs (here a lock another
-// transaction holds on status.hubs, which the sweep updates) fails the
+// transaction holds on stb.hubs, which the sweep updates) fails the
 // sweep after the pass timeout, to be retried at the next one, instead of
 // holding the lifecycle's goroutine until the database answers.
 func TestSweepHasADeadline(t *testing.T) {
@@ -75,7 +75,7 @@ func TestSweepHasADeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = blocker.Rollback(ctx) }()
-	if _, err := blocker.Exec(ctx, `LOCK TABLE status.hubs IN ACCESS EXCLUSIVE MODE`); err != nil {
+	if _, err := blocker.Exec(ctx, `LOCK TABLE stb.hubs IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -218,7 +218,7 @@ func TestReplayDependency(t *testing.T) {
 	ctx := context.Background()
 	hold := func(hub, typ string, v bundle.Version) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, `INSERT INTO status.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, $2, $3, $4)
+		if _, err := pool.Exec(ctx, `INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (hub, bundle_type) DO UPDATE SET incarnation = excluded.incarnation, generation = excluded.generation`,
 			hub, typ, v.Incarnation, v.Generation); err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func ghBacklogs(t *testing.T, cfg sim.Config) map[string][]*kafka.Message {
 	return out
 }
 
-// ghRow is a model of a status.bundle_versions row, as the fence
+// ghRow is a model of a stb.bundle_versions row, as the fence
 // (dbsyncers/versions.go) writes it, with the offset of the last message
 // whose data was written.
 type ghRow struct {

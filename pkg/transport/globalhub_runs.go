@@ -51,7 +51,7 @@ import (
 //
 // What the profile learns is also what the database keeps: the version
 // (run and agent version), where the event was read, and the ids of the
-// latest runs' first events (status.bundle_versions.run_ids), so that a
+// latest runs' first events (stb.bundle_versions.run_ids), so that a
 // bridge that starts again (Restore) tells a replayed event, which it
 // reads at or before the stored offset, from a restart of the agent.
 type GlobalHub struct {
@@ -78,7 +78,7 @@ type runState struct {
 	// one of them is never a new run.
 	recent []uint64
 	// restoredFrames are the hashed ids of frames written at their run's
-	// first version, as status.bundle_versions.start_frames keeps them: a
+	// first version, as stb.bundle_versions.start_frames keeps them: a
 	// copy of one is never a new run either.
 	restoredFrames []uint64
 	// read is where the newest event of the type was read (or, restored,
@@ -140,7 +140,7 @@ const (
 )
 
 // hashID hashes an event id the profile remembers: FNV-1a, 64 bits, the
-// same in every process, as status.bundle_versions.start_frames keeps
+// same in every process, as stb.bundle_versions.start_frames keeps
 // them across restarts of the bridge.
 func hashID(id string) uint64 {
 	h := uint64(14695981039346656037)
@@ -212,7 +212,7 @@ func (g *GlobalHub) state(k runKey) *runState {
 	return r
 }
 
-// Restore records what status.bundle_versions holds of a hub's bundle
+// Restore records what stb.bundle_versions holds of a hub's bundle
 // type: its version (run and agent version), where it was read, and the
 // ids of the latest runs' first events. Other types are ignored; runs only
 // move forward, so a bridge that read further keeps what it read.
