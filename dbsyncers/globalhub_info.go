@@ -10,15 +10,17 @@ import (
 
 // HubInfoPayload is the decoded data of a managedhub.info event: the
 // object the hub sends about itself ({"consoleURL","grafanaURL",
-// "clusterId", …}), kept whole, and its clusterId.
+// "clusterId","mchVersion", …}), kept whole, and its clusterId, in the
+// form PostgreSQL prints a uuid.
 type HubInfoPayload struct {
 	ClusterID string
 	Object    json.RawMessage
 }
 
 // GlobalHubInfo returns the syncer of managedhub.info events, which keep
-// status.hub_info at the hub's latest description of itself. Complete: only
-// the newest matters.
+// the hub's row of status.leaf_hubs for its cluster id at the hub's latest
+// description of itself (manager/pkg/status/handlers/managedhub/
+// hub_cluster_info_handler.go). Complete: only the newest matters.
 func GlobalHubInfo() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: GHHubInfo, Kind: bundle.Complete},
@@ -31,6 +33,13 @@ func GlobalHubInfo() Syncer {
 // kept; a missing or empty clusterId (the agent sends the object before
 // the hub's ClusterVersion is seen) is taken, and planGlobalHubInfo
 // writes nothing for it; one that is not a string is a bad payload.
+//
+// A clusterId that is not a UUID is a bad payload too: it is half of
+// status.leaf_hubs' primary key, a uuid, and upstream's insert of it would
+// fail (hub_cluster_info_handler.go returns the error, and the manager
+// retries it for ever). The hub's ClusterVersion spec.clusterID is always
+// one. The transport decodes infos when it reads them (they are screened),
+// so such an info is a bad_payload dead letter there, saying why.
 func decodeGlobalHubInfo(data []byte) (any, error) {
 	if jsonscan.IsNull(data) {
 		return nil, badPayload(fmt.Errorf("%s: %w, got null", GHHubInfo, errNotObject))
@@ -49,7 +58,10 @@ func decodeGlobalHubInfo(data []byte) (any, error) {
 		err = d.Done()
 	}
 	if err == nil {
-		err = checkText("clusterId", p.ClusterID)
+		err = checkJSONText("the info", obj)
+	}
+	if err == nil && p.ClusterID != "" {
+		p.ClusterID, err = checkUUID("clusterId", p.ClusterID)
 	}
 	if err != nil {
 		return nil, badPayload(fmt.Errorf("%s: %w", GHHubInfo, err))
@@ -58,16 +70,19 @@ func decodeGlobalHubInfo(data []byte) (any, error) {
 	return &p, nil
 }
 
-// hubInfoSQL stores the hub's description; an unchanged one is not
-// rewritten.
+// hubInfoSQL is upstream's upsert of the hub's models.LeafHub
+// (hub_cluster_info_handler.go: OnConflict on (cluster_id, leaf_hub_name),
+// DoUpdates payload and updated_at). A row soft-deleted meanwhile
+// (deleted_at, by upstream's hub management) is brought back: the hub
+// reports itself again. A hub whose clusterId changes gets a second row;
+// the old one stays, as upstream leaves it.
 const hubInfoSQL = `
-INSERT INTO status.hub_info AS t (hub, cluster_id, payload)
-VALUES ($1, $2, $3::text::jsonb)
-ON CONFLICT (hub) DO UPDATE SET
-	cluster_id = excluded.cluster_id,
+INSERT INTO status.leaf_hubs AS t (leaf_hub_name, cluster_id, payload, created_at, updated_at)
+VALUES ($1, $2::text::uuid, $3::text::jsonb, ` + nowUTC + `, ` + nowUTC + `)
+ON CONFLICT (cluster_id, leaf_hub_name) DO UPDATE SET
 	payload    = excluded.payload,
-	updated_at = now()
-WHERE (t.cluster_id, t.payload) IS DISTINCT FROM (excluded.cluster_id, excluded.payload)`
+	updated_at = excluded.updated_at,
+	deleted_at = NULL`
 
 // Ignored reports whether the info is one upstream's manager ignores: one
 // without clusterId. The global-hub profile skips it when read, so that it
@@ -87,5 +102,5 @@ func planGlobalHubInfo(bundles []*bundle.Bundle) (Write, error) {
 		// the last one with its cluster's id.
 		return Write{}, nil
 	}
-	return Write{Statements: []Statement{{What: "upsert hub info", SQL: hubInfoSQL, Args: []any{b.Hub, p.ClusterID, string(p.Object)}}}}, nil
+	return Write{Statements: []Statement{{What: "upsert leaf hub", SQL: hubInfoSQL, Args: []any{b.Hub, p.ClusterID, string(p.Object)}}}}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/jsonscan"
@@ -11,36 +12,53 @@ import (
 
 // ClusterIDClaim is the cluster claim the global-hub agent identifies a
 // managed cluster by (status.clusterClaims[].name); its value is the
-// cluster's id, which deletions and resyncs refer to.
+// cluster's id, status.managed_clusters.cluster_id, which deletions and
+// resyncs refer to (upstream: constants.ClusterIdClaimName).
 const ClusterIDClaim = "id.k8s.io"
 
 // ObjectRef names an object a global-hub generic bundle deletes or lists
-// in a resync: {"id","ns","name"}, each left out when empty.
+// in a resync: {"id","ns","name"}, each left out when empty
+// (pkg/bundle/generic/generic_bundle.go, ObjectMetadata).
 type ObjectRef struct {
 	ID, Namespace, Name string
+}
+
+// GHCluster is one ManagedCluster of a global-hub managedcluster event:
+// its id (the value of its first id.k8s.io cluster claim, "" without
+// one, as a UUID in lower case), its name, and the object as it came,
+// stored as the row's payload.
+type GHCluster struct {
+	ID, Name string
+	Object   json.RawMessage
 }
 
 // GlobalHubClustersPayload is the decoded data of a global-hub
 // managedcluster event, a generic bundle {"create","update","delete",
 // "resync","resync_metadata"}: a hybrid of deltas (create, update, delete)
-// and, when resync_metadata is given, a complete list of the hub's
+// and, when resync_metadata is given, the complete list of the hub's
 // clusters.
 type GlobalHubClustersPayload struct {
-	// Upserts are the clusters of resync, create and update, in that
-	// order, sorted by name, one per name (the last given wins).
-	Upserts []ManagedCluster
-	// Deletes are the clusters of delete.
+	// Upserts are the clusters of resync, create and update that have an
+	// id, sorted by id, one per id (the last given wins: update after
+	// create after resync, upstream's order).
+	Upserts []GHCluster
+	// Skipped names the clusters without an id.k8s.io claim, which
+	// upstream's manager skips ("has no cluster claim id, skip").
+	Skipped []string
+	// Deletes are the references of delete.
 	Deletes []ObjectRef
 	// Resync is set when resync_metadata lists at least one cluster: every
-	// other cluster of the hub is gone. Kept lists its ids and names.
+	// other cluster of the hub is gone. Kept lists its references.
 	Resync bool
 	Kept   []ObjectRef
 }
 
-// GlobalHubManagedCluster returns the syncer of managedcluster events. They
-// are a stream (every event written, in order, none conflated): a create
-// or delete left out would be lost, as the agent sends each change once.
-// The version fence still makes a replay write nothing.
+// GlobalHubManagedCluster returns the syncer of managedcluster events into
+// status.managed_clusters (manager/pkg/status/handlers/managedcluster/
+// managedcluster_handler.go). They are a stream (every event written, in
+// order, none conflated): a create or delete left out would be lost, as
+// the agent sends each change once. The version fence still makes a
+// replay write nothing.
 func GlobalHubManagedCluster() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: GHManagedCluster, Kind: bundle.Stream},
@@ -51,20 +69,69 @@ func GlobalHubManagedCluster() Syncer {
 
 // decodeGlobalHubClusters reads the generic bundle. Every member may be
 // left out or null (the agent omits empty ones); members it does not know
-// are ignored. Each cluster object must have metadata.name; its id is the
-// value of its id.k8s.io cluster claim (” without one). A deleted or kept
-// reference must carry an id or a name.
+// are ignored. Each cluster object must have metadata.name. A deleted or
+// kept reference must carry an id or a name.
+//
+// An id that is not a UUID, in a cluster claim or in a deletion, is a bad
+// payload, dead-lettered with a message that says so: status.
+// managed_clusters.cluster_id is a uuid, and upstream's insert (or
+// delete) with it fails its whole batch, which its manager then retries
+// for ever. The agent sends the claim the hub's ClusterClaim controller
+// sets, always a UUID. Ids of resync_metadata are only compared (upstream:
+// FoundMetadataById, by string): one that is not a UUID can match no
+// cluster and is left out.
 func decodeGlobalHubClusters(data []byte) (any, error) {
 	g, err := decodeGenericBundle(GHManagedCluster, data, decodeGHCluster)
 	if err != nil {
 		return nil, err
 	}
-	return &GlobalHubClustersPayload{
-		Upserts: normalize(slices.Concat(g.resync, g.create, g.update)),
-		Deletes: g.deletes,
-		Resync:  len(g.kept) > 0,
-		Kept:    g.kept,
-	}, nil
+	p := &GlobalHubClustersPayload{Deletes: g.deletes, Resync: len(g.kept) > 0, Kept: g.kept}
+	for _, c := range slices.Concat(g.resync, g.create, g.update) {
+		if c.ID == "" {
+			p.Skipped = append(p.Skipped, c.Name)
+			continue
+		}
+		p.Upserts = append(p.Upserts, c)
+	}
+	p.Upserts = uniqueClusters(p.Upserts)
+	for i, r := range p.Deletes {
+		if r.ID == "" {
+			continue
+		}
+		if p.Deletes[i].ID, err = checkUUID(fmt.Sprintf("delete[%d].id", i), r.ID); err != nil {
+			return nil, badPayload(fmt.Errorf("%s: %w", GHManagedCluster, err))
+		}
+	}
+	return p, nil
+}
+
+// uniqueClusters returns clusters sorted by id, one per id, the last given
+// winning: one INSERT ... ON CONFLICT may not touch a row twice, and a
+// fixed key order keeps two hubs' writers (a cluster moving between them)
+// from deadlocking. It returns clusters itself when that is already so (a
+// decoded payload), a new slice otherwise: a bundle's payload must not
+// change.
+func uniqueClusters(clusters []GHCluster) []GHCluster {
+	sorted := true
+	for i := 1; i < len(clusters) && sorted; i++ {
+		sorted = clusters[i-1].ID < clusters[i].ID
+	}
+	if sorted {
+		return clusters
+	}
+	out := slices.Clone(clusters)
+	// Stable, so equal ids keep their order and the last one wins.
+	slices.SortStableFunc(out, func(a, b GHCluster) int { return strings.Compare(a.ID, b.ID) })
+	n := 0
+	for i := range out {
+		if i+1 < len(out) && out[i+1].ID == out[i].ID {
+			continue
+		}
+		out[n] = out[i]
+		n++
+	}
+	clear(out[n:])
+	return out[:n]
 }
 
 // genericBundle is a global-hub generic bundle of objects of type T
@@ -128,9 +195,13 @@ func decodeObjects[T any](d *jsonscan.Decoder, field string, dst *[]T, object fu
 	return nil
 }
 
-// decodeGHCluster reads one ManagedCluster, keeping it whole.
-func decodeGHCluster(d *jsonscan.Decoder) (ManagedCluster, error) {
-	var c ManagedCluster
+// decodeGHCluster reads one ManagedCluster, keeping it whole. Its id is
+// the value of the FIRST status.clusterClaims entry named id.k8s.io, as
+// upstream's utils.GetClusterClaimID (pkg/utils/object.go) returns it;
+// a cluster whose first such claim has an empty value has no id.
+func decodeGHCluster(d *jsonscan.Decoder) (GHCluster, error) {
+	var c GHCluster
+	found := false
 	obj, err := d.Span(func() error {
 		return d.Object(func(field []byte) error {
 			switch string(field) {
@@ -157,8 +228,8 @@ func decodeGHCluster(d *jsonscan.Decoder) (ManagedCluster, error) {
 							}
 							return nil
 						})
-						if err == nil && name == ClusterIDClaim {
-							c.UID = value
+						if err == nil && name == ClusterIDClaim && !found {
+							found, c.ID = true, value
 						}
 						return err
 					})
@@ -173,7 +244,12 @@ func decodeGHCluster(d *jsonscan.Decoder) (ManagedCluster, error) {
 	if err := checkName("metadata.name", c.Name); err != nil {
 		return c, err
 	}
-	if err := checkText(ClusterIDClaim, c.UID); err != nil {
+	if c.ID != "" {
+		if c.ID, err = checkUUID("status.clusterClaims "+ClusterIDClaim+" of "+truncateForError(c.Name), c.ID); err != nil {
+			return c, err
+		}
+	}
+	if err := checkJSONText("cluster "+truncateForError(c.Name), obj); err != nil {
 		return c, err
 	}
 	c.Object = obj
@@ -200,11 +276,10 @@ func decodeObjectRefs(d *jsonscan.Decoder, field string, dst *[]ObjectRef) error
 		if err == nil && r.ID == "" && r.Name == "" {
 			err = fmt.Errorf("neither id nor name")
 		}
-		if err == nil {
-			err = checkText("id", r.ID)
-		}
-		if err == nil {
-			err = checkText("name", r.Name)
+		for _, f := range []struct{ name, v string }{{"id", r.ID}, {"ns", r.Namespace}, {"name", r.Name}} {
+			if err == nil {
+				err = checkText(f.name, f.v)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s[%d]: %w", field, i, err)
@@ -220,22 +295,70 @@ func decodeObjectRefs(d *jsonscan.Decoder, field string, dst *[]ObjectRef) error
 	return nil
 }
 
-// Statements of the global-hub managedcluster handler, sent as one batch:
-// the upserts (upsertClustersSQL, shared with managedclusters), then the
-// deletions by id or, for a reference without one, by name, then, for a
-// resync, the deletion of every cluster of the hub the resync does not
-// list (by id or by name). This is the agent's manager's order.
-const (
-	deleteGHClustersSQL = `
-DELETE FROM status.managed_clusters AS t
-WHERE t.hub = $1
-  AND (t.cluster_id = ANY($2::text[]) OR t.cluster_name = ANY($3::text[]))`
+// keptIDs returns the ids of a resync's references that are UUIDs, in
+// the form the database prints them: upstream's FoundMetadataById matches
+// a stored cluster_id by id alone, and another string can match none.
+func keptIDs(refs []ObjectRef) []string {
+	ids := []string{}
+	for _, r := range refs {
+		if id, ok := canonicalUUID(r.ID); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
 
+// Statements of the managedcluster handler, sent as one batch in upstream's
+// order (managedcluster_handler.go, handleEvent): the upserts of resync,
+// create and update, then the deletions, then for a non-empty
+// resync_metadata the deletion of every cluster of the hub it does not
+// list.
+const (
+	// upsertGHClustersSQL is upstream's insertOrUpdate: models.
+	// ManagedCluster (pkg/database/models/status.go) created with
+	// OnConflict UpdateAll, which sets every column but the primary key
+	// and created_at (gorm leaves autoCreateTime columns out) from the new
+	// row: leaf_hub_name (a cluster that moves to another hub moves its
+	// row), payload, error 'none', updated_at, and deleted_at NULL (a
+	// soft-deleted cluster reported again is live again). cluster_name is
+	// generated from the payload and never written.
+	//
+	// A live row whose hub, payload and error are already those is not
+	// rewritten (upstream would only move its updated_at): an unchanged
+	// resync of thousands of clusters costs reads, not writes, and no
+	// trigger work.
+	upsertGHClustersSQL = `
+INSERT INTO status.managed_clusters AS t (cluster_id, leaf_hub_name, payload, error, created_at, updated_at)
+SELECT s.id::uuid, $1, s.payload::jsonb, 'none'::status.error_type, ` + nowUTC + `, ` + nowUTC + `
+FROM unnest($2::text[], $3::text[]) AS s(id, payload)
+ON CONFLICT (cluster_id) DO UPDATE SET
+	leaf_hub_name = excluded.leaf_hub_name,
+	payload       = excluded.payload,
+	error         = excluded.error,
+	updated_at    = excluded.updated_at,
+	deleted_at    = NULL
+WHERE t.deleted_at IS NOT NULL
+   OR (t.leaf_hub_name, t.payload, t.error) IS DISTINCT FROM (excluded.leaf_hub_name, excluded.payload, excluded.error)`
+
+	// deleteGHClustersSQL soft-deletes (gorm's Delete of a model with a
+	// DeletedAt: deleted_at set on the live rows) the hub's clusters a
+	// delete names: by id ($2) for a reference that has one, else by name
+	// ($3) (managedcluster_handler.go: Where leaf_hub_name and cluster_id,
+	// else leaf_hub_name and cluster_name).
+	deleteGHClustersSQL = `
+UPDATE status.managed_clusters AS t SET deleted_at = ` + nowUTC + `
+WHERE t.leaf_hub_name = $1 AND t.deleted_at IS NULL
+  AND (t.cluster_id = ANY($2::text[]::uuid[]) OR t.cluster_name = ANY($3::text[]))`
+
+	// pruneGHClustersSQL soft-deletes the hub's live clusters whose id the
+	// resync_metadata does not list (managedcluster_handler.go: the ids of
+	// the hub's clusters for which FoundMetadataById finds nothing, by id
+	// only, pkg/bundle/generic/generic_bundle.go). NOT EXISTS over unnest
+	// plans as a hashed anti-join.
 	pruneGHClustersSQL = `
-DELETE FROM status.managed_clusters AS t
-WHERE t.hub = $1
-  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS s(id) WHERE s.id = t.cluster_id AND s.id <> '')
-  AND NOT EXISTS (SELECT 1 FROM unnest($3::text[]) AS s(name) WHERE s.name = t.cluster_name)`
+UPDATE status.managed_clusters AS t SET deleted_at = ` + nowUTC + `
+WHERE t.leaf_hub_name = $1 AND t.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]::uuid[]) AS s(id) WHERE s.id = t.cluster_id)`
 )
 
 // planGlobalHubClusters applies managedcluster events, in order.
@@ -253,41 +376,28 @@ func planGlobalHubClusters(bundles []*bundle.Bundle) (Write, error) {
 
 func globalHubClusterStatements(hub string, p *GlobalHubClustersPayload) []Statement {
 	var stmts []Statement
-	if up := normalize(p.Upserts); len(up) > 0 {
-		names := make([]string, len(up))
+	if up := uniqueClusters(p.Upserts); len(up) > 0 {
 		ids := make([]string, len(up))
-		objects := make([]json.RawMessage, len(up))
+		objects := make([]string, len(up))
 		for i, c := range up {
-			names[i], ids[i], objects[i] = c.Name, c.UID, c.Object
+			ids[i], objects[i] = c.ID, string(c.Object)
 		}
-		stmts = append(stmts, Statement{What: "upsert managed clusters", SQL: upsertClustersSQL, Args: []any{hub, names, ids, objects}})
+		stmts = append(stmts, Statement{What: "upsert managed clusters", SQL: upsertGHClustersSQL, Args: []any{hub, ids, objects}})
 	}
 	if len(p.Deletes) > 0 {
-		ids, names := refKeys(p.Deletes, true)
-		stmts = append(stmts, Statement{What: "delete managed clusters", SQL: deleteGHClustersSQL, Args: []any{hub, ids, names}})
-	}
-	if p.Resync {
-		ids, names := refKeys(p.Kept, false)
-		stmts = append(stmts, Statement{What: "delete managed clusters a resync leaves out", SQL: pruneGHClustersSQL, Args: []any{hub, ids, names}})
-	}
-	return stmts
-}
-
-// refKeys returns the ids and the names of refs. With byIDFirst a
-// reference that has an id contributes only its id (a deletion names the
-// cluster by id and falls back to the name); otherwise both.
-func refKeys(refs []ObjectRef, byIDFirst bool) (ids, names []string) {
-	ids, names = []string{}, []string{}
-	for _, r := range refs {
-		if r.ID != "" {
-			ids = append(ids, r.ID)
-			if byIDFirst {
-				continue
+		ids, names := []string{}, []string{}
+		for _, r := range p.Deletes {
+			switch {
+			case r.ID != "":
+				ids = append(ids, r.ID)
+			case r.Name != "":
+				names = append(names, r.Name)
 			}
 		}
-		if r.Name != "" {
-			names = append(names, r.Name)
-		}
+		stmts = append(stmts, Statement{What: "soft-delete managed clusters", SQL: deleteGHClustersSQL, Args: []any{hub, ids, names}})
 	}
-	return ids, names
+	if p.Resync {
+		stmts = append(stmts, Statement{What: "soft-delete managed clusters a resync leaves out", SQL: pruneGHClustersSQL, Args: []any{hub, keptIDs(p.Kept)}})
+	}
+	return stmts
 }

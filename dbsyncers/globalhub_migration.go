@@ -22,7 +22,7 @@ type MigrationPayload struct {
 }
 
 // GlobalHubMigration returns the syncer of managedclustermigration events
-// into status.cluster_migrations: a stream (upstream's manager handles
+// into stb.cluster_migrations: a stream (upstream's manager handles
 // them one by one, DeltaStateMode), the latest report per migration and
 // stage; a report with resync set clears the hub's (upstream:
 // ResetMigrationStatus).
@@ -65,12 +65,12 @@ func decodeMigration(data []byte) (any, error) {
 
 const (
 	upsertMigrationSQL = `
-INSERT INTO status.cluster_migrations AS t (hub, migration_id, stage, error_message, payload)
+INSERT INTO stb.cluster_migrations AS t (hub, migration_id, stage, error_message, payload)
 VALUES ($1, $2, $3, $4, $5::text::jsonb)
 ON CONFLICT (hub, migration_id, stage) DO UPDATE SET
 	error_message = excluded.error_message, payload = excluded.payload, updated_at = now()`
 
-	resetMigrationsSQL = `DELETE FROM status.cluster_migrations WHERE hub = $1`
+	resetMigrationsSQL = `DELETE FROM stb.cluster_migrations WHERE hub = $1`
 )
 
 func planMigration(bundles []*bundle.Bundle) (Write, error) {

@@ -10,7 +10,7 @@ import (
 // multicluster global-hub agent sends, without
 // transport.GlobalHubEventTypePrefix, behind bundle.GlobalHubPrefix so
 // that they can never meet STB's own types in a conflation unit or in
-// status.bundle_versions. The transport's global-hub profile names its
+// stb.bundle_versions. The transport's global-hub profile names its
 // bundles so (pkg/transport/globalhub.go).
 const (
 	GHHeartbeat               = bundle.GlobalHubPrefix + "managedhub.heartbeat"

@@ -22,8 +22,9 @@ type AlertCountsPayload struct {
 }
 
 // GlobalHubAlertCounts returns the syncer of security.alertcounts into
-// status.security_alert_counts, latest per (hub, source): complete, as
-// upstream's manager registers it.
+// security.alert_counts, latest per (hub, source): complete, as upstream's
+// manager registers it (manager/pkg/status/handlers/security/
+// security_alert_counts_handler.go, CompleteStateMode).
 func GlobalHubAlertCounts() Syncer {
 	return Syncer{
 		TypeInfo: bundle.TypeInfo{Name: GHAlertCounts, Kind: bundle.Complete},
@@ -37,8 +38,10 @@ func decodeAlertCounts(data []byte) (any, error) {
 	if err := strictObject(data, &p); err != nil {
 		return nil, badPayload(fmt.Errorf("%s: %w", GHAlertCounts, err))
 	}
-	if err := checkText("source", p.Source); err != nil {
-		return nil, badPayload(fmt.Errorf("%s: %w", GHAlertCounts, err))
+	for _, f := range []struct{ name, v string }{{"source", p.Source}, {"detail_url", p.DetailURL}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return nil, badPayload(fmt.Errorf("%s: %w", GHAlertCounts, err))
+		}
 	}
 	if p.Low < 0 || p.Medium < 0 || p.High < 0 || p.Critical < 0 {
 		return nil, badPayload(fmt.Errorf("%s: a negative count", GHAlertCounts))
@@ -63,14 +66,20 @@ func strictObject(data []byte, v any) error {
 	return nil
 }
 
+// upsertAlertCountsSQL is upstream's upsert of models.SecurityAlertCounts
+// (manager/pkg/status/handlers/security/security_alert_counts_handler.go:
+// OnConflict (hub_name, source) UpdateAll): every count, detail_url and
+// updated_at are the latest report's; created_at stays.
 const upsertAlertCountsSQL = `
-INSERT INTO status.security_alert_counts AS t (hub, source, low, medium, high, critical, detail_url)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (hub, source) DO UPDATE SET
-	low = excluded.low, medium = excluded.medium, high = excluded.high, critical = excluded.critical,
-	detail_url = excluded.detail_url, updated_at = now()
-WHERE (t.low, t.medium, t.high, t.critical, t.detail_url)
-	IS DISTINCT FROM (excluded.low, excluded.medium, excluded.high, excluded.critical, excluded.detail_url)`
+INSERT INTO security.alert_counts AS t (hub_name, source, low, medium, high, critical, detail_url, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, ` + nowUTC + `, ` + nowUTC + `)
+ON CONFLICT (hub_name, source) DO UPDATE SET
+	low        = excluded.low,
+	medium     = excluded.medium,
+	high       = excluded.high,
+	critical   = excluded.critical,
+	detail_url = excluded.detail_url,
+	updated_at = excluded.updated_at`
 
 func planAlertCounts(bundles []*bundle.Bundle) (Write, error) {
 	b := bundles[len(bundles)-1]

@@ -1,12 +1,17 @@
 package dbsyncers
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stbridge/stb/pkg/bundle"
@@ -14,25 +19,63 @@ import (
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
+// The global-hub profile writes the global hub's own tables
+// (sql/002_globalhub.sql) as upstream's manager handlers do
+// (stolostron/multicluster-global-hub manager/pkg/status/handlers). The
+// tests of each handler's rules are in globalhub_*_test.go, each case
+// citing the upstream file it follows.
+//
 // The data below is shaped exactly as the multicluster global-hub agent
-// sends it (stolostron/multicluster-global-hub: pkg/bundle/generic,
-// pkg/bundle/grc, pkg/bundle/event, the agent's emitters): JSON arrays at
-// the top, lists the agent has nothing for marshalled as null, generic
-// bundle members left out when empty.
+// sends it (pkg/bundle/generic, pkg/bundle/grc, pkg/bundle/event, the
+// agent's emitters): JSON arrays at the top, lists the agent has nothing
+// for marshalled as null, generic bundle members left out when empty.
+
+// ghIDs remembers the label of every id ghUUID made, so that tests can
+// show rows by label.
+var ghIDs sync.Map
+
+// ghUUID returns a UUID (version 4 in form) fixed for label.
+func ghUUID(label string) string {
+	h := sha256.Sum256([]byte(label))
+	h[6] = h[6]&0x0f | 0x40
+	h[8] = h[8]&0x3f | 0x80
+	id := fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+	ghIDs.Store(id, label)
+	return id
+}
+
+// ghLabel returns the label ghUUID made id for, or id itself.
+func ghLabel(id string) string {
+	if l, ok := ghIDs.Load(id); ok {
+		return l.(string)
+	}
+	return id
+}
+
+// ghClaim is one status.clusterClaims entry.
+type ghClaim struct{ Name, Value string }
 
 // ghClusterJSON is a ManagedCluster as the agent's generic bundle carries
-// it, identified by its id.k8s.io cluster claim.
-func ghClusterJSON(name, id, rev string) json.RawMessage {
+// it, identified by its id.k8s.io cluster claim, whose value is
+// ghUUID(name) unless claims are given.
+func ghClusterJSON(name, rev string, claims ...ghClaim) json.RawMessage {
+	if claims == nil {
+		claims = []ghClaim{{"platform.open-cluster-management.io", "Other"}, {ClusterIDClaim, ghUUID(name)}}
+	}
+	var cc []string
+	for _, c := range claims {
+		cc = append(cc, fmt.Sprintf(`{"name": %q, "value": %q}`, c.Name, c.Value))
+	}
 	return json.RawMessage(fmt.Sprintf(`{
 		"kind": "ManagedCluster", "apiVersion": "cluster.open-cluster-management.io/v1",
-		"metadata": {"name": %q, "uid": "uid-%s", "resourceVersion": %q, "creationTimestamp": "2024-02-27T01:48:31Z",
+		"metadata": {"name": %q, "uid": %q, "resourceVersion": %q, "creationTimestamp": "2024-02-27T01:48:31Z",
 			"labels": {"cluster.open-cluster-management.io/clusterset": "default", "rev": %q},
 			"annotations": {"global-hub.open-cluster-management.io/managed-by": "hub1"}},
 		"spec": {"managedClusterClientConfigs": [{"url": "https://%s:6443", "caBundle": "XXX"}], "hubAcceptsClient": true, "leaseDurationSeconds": 60},
 		"status": {"conditions": [{"type": "ManagedClusterConditionAvailable", "status": "True", "lastTransitionTime": "2024-02-27T01:48:32Z", "reason": "ManagedClusterAvailable", "message": "Managed cluster is available"}],
 			"version": {"kubernetes": "v1.24.0"},
-			"clusterClaims": [{"name": "platform.open-cluster-management.io", "value": "Other"}, {"name": "id.k8s.io", "value": %q}]}
-	}`, name, name, rev, rev, name, id))
+			"clusterClaims": [%s]}
+	}`, name, ghUUID("k8s-uid-"+name), rev, rev, name, strings.Join(cc, ", ")))
 }
 
 // ghGeneric returns a generic bundle with the non-empty members only, as
@@ -56,11 +99,22 @@ func ghGeneric(create, update, resync []json.RawMessage, del, resyncMeta []map[s
 	return data
 }
 
-// ghCompliance is one policy of a localcompliance event; nil lists are
-// sent as null, as the agent's grc.Compliance has no omitempty.
+// ghRef is an ObjectMetadata {"id","ns","name"}, empty members left out.
+func ghRef(id, ns, name string) map[string]string {
+	m := map[string]string{}
+	for k, v := range map[string]string{"id": id, "ns": ns, "name": name} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// ghComplianceJSON is one policy of a localcompliance event (grc.
+// Compliance); nil lists are sent as null, as it has no omitempty.
 func ghComplianceJSON(policy string, compliant, nonCompliant, unknown, pending []string) map[string]any {
 	return map[string]any{
-		"policyId": policy, "policy_namespaced_name": "default/" + policy,
+		"policyId": ghUUID(policy), "policy_namespaced_name": "default/" + policy,
 		"compliantClusters": compliant, "nonCompliantClusters": nonCompliant,
 		"unknownComplianceClusters": unknown, "pendingComplianceClusters": pending,
 	}
@@ -69,7 +123,7 @@ func ghComplianceJSON(policy string, compliant, nonCompliant, unknown, pending [
 // ghCompleteJSON is one policy of a localcompletecompliance event.
 func ghCompleteJSON(policy string, nonCompliant, unknown, pending []string) map[string]any {
 	return map[string]any{
-		"policyId": policy, "policy_namespaced_name": "default/" + policy,
+		"policyId": ghUUID(policy), "policy_namespaced_name": "default/" + policy,
 		"nonCompliantClusters": nonCompliant, "unknownComplianceClusters": unknown, "pendingComplianceClusters": pending,
 	}
 }
@@ -79,6 +133,14 @@ func jsonArray(items ...any) []byte {
 		items = []any{}
 	}
 	data, err := json.Marshal(items)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
@@ -116,6 +178,54 @@ func ghApply(t *testing.T, pool *pgxpool.Pool, hub, typ string, v bundle.Version
 	return applied
 }
 
+// ghWrite applies data as typ through Registry.Write, the workers' path:
+// the fence and the statements pipelined as one implicit transaction.
+func ghWrite(t *testing.T, pool *pgxpool.Pool, hub, typ string, v bundle.Version, data []byte) {
+	t.Helper()
+	reg, err := ForProfiles(false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := reg.Decode(typ, data)
+	if err != nil {
+		t.Fatalf("decode %s: %v", typ, err)
+	}
+	applied, err := reg.Write(t.Context(), pool, [][]*bundle.Bundle{{newBundle(hub, typ, v, p)}})
+	if err != nil || len(applied) != 1 || !applied[0] {
+		t.Fatalf("write %s %v: applied %v, %v", typ, v, applied, err)
+	}
+}
+
+// ghQueryStrings runs a query whose rows are one text column each and returns
+// them sorted.
+func ghQueryStrings(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ghUTCNow checks that ts, a `timestamp without time zone` the handlers
+// set, is the database's current time in UTC (within a minute), as
+// upstream writes it.
+func ghUTCNow(t *testing.T, pool *pgxpool.Pool, what string, ts time.Time) {
+	t.Helper()
+	var ok bool
+	if err := pool.QueryRow(t.Context(), `SELECT abs(extract(epoch FROM $1::timestamp - (now() AT TIME ZONE 'UTC'))) < 60`, ts).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Errorf("%s = %v, want the current time in UTC", what, ts)
+	}
+}
+
 func TestGlobalHubProfilesRegistry(t *testing.T) {
 	reg, err := ForProfiles(true, true)
 	if err != nil {
@@ -141,215 +251,106 @@ func TestGlobalHubProfilesRegistry(t *testing.T) {
 	if _, err := ForProfiles(false, false); err == nil {
 		t.Fatal("no profile accepted")
 	}
+	// local_complete_handler.go: dependency.NewDependency(LocalComplianceType, ExactMatch).
 	s, _ := reg.Lookup(GHLocalCompleteCompliance)
 	if s.DependsOn != GHLocalCompliance || s.Rule != bundle.Exactly || s.Kind != bundle.Complete {
 		t.Fatalf("localcompletecompliance is %+v", s.TypeInfo)
 	}
 }
 
-func TestGlobalHubHeartbeatAndInfo(t *testing.T) {
+// TestGlobalHubWritesNoSTBTables: every global-hub type writes the global
+// hub's tables, never those of STB's own wire format, which must stay as
+// STB's own types leave them (managedclustermigration alone has a table
+// of STB's own: upstream keeps migrations in memory).
+func TestGlobalHubWritesNoSTBTables(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
-	if !ghApply(t, pool, "hub1", GHHeartbeat, bundle.Version{Incarnation: 5, Generation: 1}, []byte(`[]`)) {
-		t.Fatal("heartbeat not applied")
+	v := bundle.Version{Incarnation: 1, Generation: 1}
+	ghApply(t, pool, "hub1", GHHeartbeat, v, []byte(`[]`))
+	ghApply(t, pool, "hub1", GHHubInfo, v, []byte(`{"consoleURL":"https://c","grafanaURL":"","clusterId":"`+ghUUID("hub1")+`"}`))
+	ghApply(t, pool, "hub1", GHManagedCluster, v, ghGeneric([]json.RawMessage{ghClusterJSON("c1", "1")}, nil, nil, nil, nil))
+	ghApply(t, pool, "hub1", GHLocalCompliance, v, jsonArray(ghComplianceJSON("p1", []string{"c1"}, nil, nil, nil)))
+	ghApply(t, pool, "hub1", GHLocalCompleteCompliance, v, jsonArray(ghCompleteJSON("p1", []string{"c1"}, nil, nil)))
+	var stbRows, ghRows int
+	if err := pool.QueryRow(t.Context(), `SELECT
+		(SELECT count(*) FROM stb.managed_clusters) + (SELECT count(*) FROM stb.compliance) + (SELECT count(*) FROM stb.hub_heartbeats),
+		(SELECT count(*) FROM status.managed_clusters) + (SELECT count(*) FROM local_status.compliance)
+		 + (SELECT count(*) FROM status.leaf_hub_heartbeats) + (SELECT count(*) FROM status.leaf_hubs)`).Scan(&stbRows, &ghRows); err != nil {
+		t.Fatal(err)
 	}
-	var n int
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.hub_heartbeats WHERE hub = 'hub1'`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("heartbeat rows %d, %v", n, err)
-	}
-	info := func(console string) []byte {
-		return []byte(fmt.Sprintf(`{"consoleURL": %q, "grafanaURL": "", "clusterId": "8606cf88-c711-4dae-ba7e-2e4d54227887", "mchVersion": "2.13.0"}`, console))
-	}
-	ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 1}, info("https://console-a"))
-	ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 2}, info("https://console-b"))
-	if ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 1}, info("https://console-a")) {
-		t.Fatal("an older hub info was applied")
-	}
-	// An info without clusterId (sent before the hub's ClusterVersion is
-	// seen: agent/pkg/status/syncers/managedhub/cluster_info_syncer.go) is
-	// ignored, as upstream's manager ignores it
-	// (manager/pkg/status/handlers/managedhub/hub_cluster_info_handler.go).
-	if !ghApply(t, pool, "hub1", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 3},
-		[]byte(`{"consoleURL": "https://console-c", "grafanaURL": "", "clusterId": "", "mchVersion": ""}`)) {
-		t.Fatal("an info without clusterId was refused by the fence")
-	}
-	ghApply(t, pool, "hub2", GHHubInfo, bundle.Version{Incarnation: 5, Generation: 1}, []byte(`{"consoleURL": "https://console-c", "grafanaURL": ""}`))
-	var rows int
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.hub_info WHERE hub = 'hub2'`).Scan(&rows); err != nil || rows != 0 {
-		t.Fatalf("hub2's info without clusterId stored %d rows, %v", rows, err)
-	}
-	var id, console, mch string
-	err := pool.QueryRow(t.Context(), `SELECT cluster_id, payload->>'consoleURL', payload->>'mchVersion' FROM status.hub_info WHERE hub = 'hub1'`).Scan(&id, &console, &mch)
-	if err != nil || id != "8606cf88-c711-4dae-ba7e-2e4d54227887" || console != "https://console-b" || mch != "2.13.0" {
-		t.Fatalf("hub info %q %q %q, %v", id, console, mch, err)
+	if stbRows != 0 || ghRows != 4 {
+		t.Fatalf("rows in STB's own tables %d (want 0), in the global hub's %d (want 4)", stbRows, ghRows)
 	}
 }
 
-func TestGlobalHubManagedCluster(t *testing.T) {
-	t.Parallel()
-	pool, _ := dbtest.New(t)
-	v := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 9, Generation: g} }
-	ref := func(id, name string) map[string]string {
-		m := map[string]string{}
-		if id != "" {
-			m["id"] = id
-		}
-		if name != "" {
-			m["name"] = name
-		}
-		return m
-	}
-	steps := []struct {
-		name string
-		data []byte
-		want map[string]string // name → id/rev
-	}{
-		{"create", ghGeneric([]json.RawMessage{ghClusterJSON("a", "id-a", "1"), ghClusterJSON("b", "id-b", "1")}, nil, nil, nil, nil),
-			map[string]string{"a": "id-a/1", "b": "id-b/1"}},
-		{"update changes only what it lists", ghGeneric(nil, []json.RawMessage{ghClusterJSON("a", "id-a", "2")}, nil, nil, nil),
-			map[string]string{"a": "id-a/2", "b": "id-b/1"}},
-		{"create and delete by id", ghGeneric([]json.RawMessage{ghClusterJSON("c", "id-c", "1"), ghClusterJSON("d", "id-d", "1")}, nil, nil,
-			[]map[string]string{ref("id-b", "b")}, nil),
-			map[string]string{"a": "id-a/2", "c": "id-c/1", "d": "id-d/1"}},
-		{"delete by name when the id is not known", ghGeneric(nil, nil, nil, []map[string]string{ref("", "d")}, nil),
-			map[string]string{"a": "id-a/2", "c": "id-c/1"}},
-		{"resync objects upsert, and resync_metadata removes every cluster it leaves out",
-			ghGeneric(nil, nil, []json.RawMessage{ghClusterJSON("a", "id-a", "3"), ghClusterJSON("e", "id-e", "1")}, nil,
-				[]map[string]string{ref("id-a", "a"), ref("id-e", "e")}),
-			map[string]string{"a": "id-a/3", "e": "id-e/1"}},
-		{"an empty bundle changes nothing (no resync_metadata: no resync)", []byte(`{}`),
-			map[string]string{"a": "id-a/3", "e": "id-e/1"}},
-	}
-	for i, s := range steps {
-		if !ghApply(t, pool, "hub1", GHManagedCluster, v(uint64(i+1)), s.data) {
-			t.Fatalf("%s: not applied", s.name)
-		}
-		got := map[string]string{}
-		for name, r := range readClusters(t, pool, "hub1") {
-			got[name] = r.ID + "/" + r.Rev
-		}
-		if !maps.Equal(got, s.want) {
-			t.Fatalf("%s: clusters %v, want %v", s.name, got, s.want)
-		}
-	}
-	// An older event writes nothing: the fence.
-	if ghApply(t, pool, "hub1", GHManagedCluster, v(1), steps[0].data) {
-		t.Fatal("an older create was applied again")
-	}
-	if got := readClusters(t, pool, "hub1"); len(got) != 2 {
-		t.Fatalf("an older event changed the clusters: %v", got)
-	}
-	// A resync is several frames and a resync_metadata frame with one
-	// extversion (agent/pkg/status/emitters/object_emitter.go): every
-	// frame is applied, the second too.
-	frames := [][]byte{
-		ghGeneric(nil, nil, []json.RawMessage{ghClusterJSON("a", "id-a", "4")}, nil, nil),
-		ghGeneric(nil, nil, []json.RawMessage{ghClusterJSON("f", "id-f", "6")}, nil, nil),
-		ghGeneric(nil, nil, nil, nil, []map[string]string{ref("id-a", "a"), ref("id-f", "f")}),
-	}
-	for i, f := range frames {
-		if !ghApply(t, pool, "hub1", GHManagedCluster, v(20), f) {
-			t.Fatalf("resync frame %d of one version not applied", i+1)
-		}
-	}
-	got := map[string]string{}
-	for name, r := range readClusters(t, pool, "hub1") {
-		got[name] = r.ID + "/" + r.Rev
-	}
-	if want := map[string]string{"a": "id-a/4", "f": "id-f/6"}; !maps.Equal(got, want) {
-		t.Fatalf("after a resync of three frames: clusters %v, want %v", got, want)
-	}
-}
-
-// TestGlobalHubLocalSpec: policy.localspec is a generic bundle of Policy
-// objects (upstream: manager/pkg/status/handlers/policy/
-// local_policy_spec_handler.go): upserts by uid, deletes by uid or
-// namespace and name, and a non-empty resync_metadata deletes every policy
-// of the hub it does not list by id.
-func TestGlobalHubLocalSpec(t *testing.T) {
-	t.Parallel()
-	pool, _ := dbtest.New(t)
-	policy := func(name, uid, rev string) json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"apiVersion":"policy.open-cluster-management.io/v1","kind":"Policy",
-			"metadata":{"name":%q,"namespace":"default","uid":%q,"generation":%s},"spec":{"disabled":false,"remediationAction":"inform"},"status":{}}`, name, uid, rev))
-	}
-	read := func() map[string]string {
-		rows, err := pool.Query(t.Context(), `SELECT name, policy_id, payload->'metadata'->>'generation' FROM status.local_policies WHERE hub = 'hub1'`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]string{}
-		for rows.Next() {
-			var name, id, gen string
-			if err := rows.Scan(&name, &id, &gen); err != nil {
-				t.Fatal(err)
-			}
-			out[name] = id + "/" + gen
-		}
-		return out
-	}
-	v := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 1<<32 | g, Generation: g} }
-	steps := []struct {
-		name string
-		data []byte
-		want map[string]string
-	}{
-		{"resync frame", ghGeneric(nil, nil, []json.RawMessage{policy("p1", "u1", "1"), policy("p2", "u2", "1")}, nil, nil),
-			map[string]string{"p1": "u1/1", "p2": "u2/1"}},
-		{"update", ghGeneric(nil, []json.RawMessage{policy("p1", "u1", "2")}, nil, nil, nil),
-			map[string]string{"p1": "u1/2", "p2": "u2/1"}},
-		{"delete by namespace and name", ghGeneric(nil, nil, nil, []map[string]string{{"ns": "default", "name": "p2"}}, nil),
-			map[string]string{"p1": "u1/2"}},
-		{"resync_metadata deletes what it leaves out", ghGeneric(nil, nil, []json.RawMessage{policy("p3", "u3", "1")}, nil,
-			[]map[string]string{{"id": "u3", "ns": "default", "name": "p3"}}),
-			map[string]string{"p3": "u3/1"}},
-		{"delete by uid", ghGeneric(nil, nil, nil, []map[string]string{{"id": "u3", "ns": "default", "name": "p3"}}, nil),
-			map[string]string{}},
-	}
-	for i, s := range steps {
-		if !ghApply(t, pool, "hub1", GHLocalSpec, v(uint64(i+1)), s.data) {
-			t.Fatalf("%s: not applied", s.name)
-		}
-		if got := read(); !maps.Equal(got, s.want) {
-			t.Fatalf("%s: policies %v, want %v", s.name, got, s.want)
-		}
-	}
-	if _, err := GlobalHubLocalSpec().Decode([]byte(`{"update":[{"metadata":{"name":"p","namespace":"default"}}]}`)); err == nil {
-		t.Fatal("a policy without metadata.uid was taken")
-	}
-}
-
-// TestGlobalHubAlertCountsAndMigrations: security.alertcounts is the
-// latest counts per ACS Central (manager/pkg/status/handlers/security/
-// security_alert_counts_handler.go: upsert on hub and source), and a
-// managedclustermigration report is kept per migration and stage, a
-// resync report clearing the hub's (handlers/clustermigartion).
-func TestGlobalHubAlertCountsAndMigrations(t *testing.T) {
+// TestGlobalHubAlertCounts: security.alertcounts is the latest counts per
+// ACS Central (manager/pkg/status/handlers/security/
+// security_alert_counts_handler.go: OnConflict (hub_name, source)
+// UpdateAll).
+func TestGlobalHubAlertCounts(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
 	v := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 1<<32 | g, Generation: g} }
-	ghApply(t, pool, "hub1", GHAlertCounts, v(1), []byte(`{"low":2,"high":1,"detail_url":"https://c/main/violations","source":"stackrox/central"}`))
-	ghApply(t, pool, "hub1", GHAlertCounts, v(2), []byte(`{"critical":3,"detail_url":"https://c/main/violations","source":"stackrox/central"}`))
-	var low, high, critical int
-	if err := pool.QueryRow(t.Context(), `SELECT low, high, critical FROM status.security_alert_counts WHERE hub = 'hub1' AND source = 'stackrox/central'`).
-		Scan(&low, &high, &critical); err != nil || low != 0 || high != 0 || critical != 3 {
-		t.Fatalf("alert counts %d %d %d, %v; want 0 0 3 (a count left out is 0)", low, high, critical, err)
+	type row struct {
+		low, medium, high, critical int
+		url                         string
+		created, updated            time.Time
+	}
+	read := func(hub, source string) (r row) {
+		t.Helper()
+		if err := pool.QueryRow(t.Context(), `SELECT low, medium, high, critical, detail_url, created_at, updated_at
+			FROM security.alert_counts WHERE hub_name = $1 AND source = $2`, hub, source).
+			Scan(&r.low, &r.medium, &r.high, &r.critical, &r.url, &r.created, &r.updated); err != nil {
+			t.Fatalf("alert counts of %s %s: %v", hub, source, err)
+		}
+		return r
+	}
+	ghApply(t, pool, "hub1", GHAlertCounts, v(1), []byte(`{"low":2,"medium":4,"high":1,"detail_url":"https://c/main/violations","source":"stackrox/central"}`))
+	first := read("hub1", "stackrox/central")
+	ghUTCNow(t, pool, "created_at", first.created)
+	ghUTCNow(t, pool, "updated_at", first.updated)
+	time.Sleep(10 * time.Millisecond)
+	// The agent leaves zero counts out (omitempty): every count is the
+	// latest report's, a missing one 0; detail_url too (UpdateAll).
+	ghApply(t, pool, "hub1", GHAlertCounts, v(2), []byte(`{"critical":3,"detail_url":"https://d/main/violations","source":"stackrox/central"}`))
+	ghApply(t, pool, "hub1", GHAlertCounts, v(3), []byte(`{"low":7,"detail_url":"https://e/main/violations","source":"other/central"}`))
+	ghApply(t, pool, "hub2", GHAlertCounts, v(1), []byte(`{"high":9,"detail_url":"https://f/main/violations","source":"stackrox/central"}`))
+	got := read("hub1", "stackrox/central")
+	if got.low != 0 || got.medium != 0 || got.high != 0 || got.critical != 3 || got.url != "https://d/main/violations" {
+		t.Fatalf("after a second report: %+v", got)
+	}
+	if !got.created.Equal(first.created) || !got.updated.After(first.updated) {
+		t.Fatalf("created_at %v → %v (kept), updated_at %v → %v (moved)", first.created, got.created, first.updated, got.updated)
+	}
+	if r := read("hub1", "other/central"); r.low != 7 {
+		t.Fatalf("a second source of the hub: %+v", r)
+	}
+	if r := read("hub2", "stackrox/central"); r.high != 9 {
+		t.Fatalf("another hub's source: %+v", r)
 	}
 	if _, err := GlobalHubAlertCounts().Decode([]byte(`[]`)); err == nil {
 		t.Fatal("alert counts that are not an object were taken")
 	}
+}
 
+// TestGlobalHubMigrations: a managedclustermigration report is kept per
+// migration and stage in STB's own stb.cluster_migrations (upstream's
+// manager keeps them in memory: handlers/managedclustermigration), a
+// resync report clearing the hub's.
+func TestGlobalHubMigrations(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	v := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 1<<32 | g, Generation: g} }
 	mig := func(g uint64, data string) { ghApply(t, pool, "hub1", GHMigration, v(g), []byte(data)) }
 	mig(1, `{"managedClusters":["c1"],"migrationId":"m1","stage":"Validating"}`)
 	mig(2, `{"migrationId":"m1","stage":"Deploying","errMessage":"timeout"}`)
 	var n int
 	var msg string
-	if err := pool.QueryRow(t.Context(), `SELECT count(*), max(error_message) FROM status.cluster_migrations WHERE hub = 'hub1'`).Scan(&n, &msg); err != nil || n != 2 || msg != "timeout" {
+	if err := pool.QueryRow(t.Context(), `SELECT count(*), max(error_message) FROM stb.cluster_migrations WHERE hub = 'hub1'`).Scan(&n, &msg); err != nil || n != 2 || msg != "timeout" {
 		t.Fatalf("migrations %d %q, %v", n, msg, err)
 	}
 	mig(3, `{"resync":true}`)
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM status.cluster_migrations WHERE hub = 'hub1'`).Scan(&n); err != nil || n != 0 {
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM stb.cluster_migrations WHERE hub = 'hub1'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("after a resync report: %d migrations, %v", n, err)
 	}
 	if _, err := GlobalHubMigration().Decode([]byte(`{"managedClusters":["c1"]}`)); err == nil {
@@ -357,123 +358,8 @@ func TestGlobalHubAlertCountsAndMigrations(t *testing.T) {
 	}
 }
 
-func TestGlobalHubCompliance(t *testing.T) {
-	t.Parallel()
-	pool, _ := dbtest.New(t)
-	l := func(names ...string) []string { return names }
-	lc := bundle.Version{Incarnation: 4, Generation: 1}
-	// policy.localcompliance: the placement and the states.
-	ghApply(t, pool, "hub1", GHLocalCompliance, lc, jsonArray(
-		ghComplianceJSON("p1", l("c1"), l("c2"), nil, l("c3")),
-		ghComplianceJSON("p2", nil, nil, l("c1"), nil),
-		ghComplianceJSON("p3", l("c1", "c2"), nil, nil, nil),
-	))
-	ghApply(t, pool, "hub2", GHLocalCompliance, lc, jsonArray(ghComplianceJSON("p1", l("c9"), nil, nil, nil)))
-	want := map[string]string{"p1/c1": "compliant", "p1/c2": "non_compliant", "p1/c3": "pending", "p2/c1": "unknown", "p3/c1": "compliant", "p3/c2": "compliant"}
-	if got := states(readCompliance(t, pool, "hub1")); !maps.Equal(got, want) {
-		t.Fatalf("after localcompliance: %v, want %v", got, want)
-	}
-
-	// policy.localcompletecompliance: only the clusters that do not comply;
-	// every other placed pair of the hub is compliant, of the policies it
-	// leaves out too (p2 here); clusters without a row are not placed.
-	ghApply(t, pool, "hub1", GHLocalCompleteCompliance, bundle.Version{Incarnation: 4, Generation: 1}, jsonArray(
-		ghCompleteJSON("p1", l("c1"), nil, l("c2", "x")),
-		ghCompleteJSON("p3", nil, l("c2"), nil),
-	))
-	want = map[string]string{"p1/c1": "non_compliant", "p1/c2": "pending", "p1/c3": "compliant", "p2/c1": "compliant", "p3/c1": "compliant", "p3/c2": "unknown"}
-	if got := states(readCompliance(t, pool, "hub1")); !maps.Equal(got, want) {
-		t.Fatalf("after localcompletecompliance: %v, want %v", got, want)
-	}
-
-	// A new localcompliance is the whole placement: p2 left out is gone, p1
-	// without c3 no longer placed there; a cluster listed twice takes the
-	// state of higher precedence (non_compliant over compliant).
-	ghApply(t, pool, "hub1", GHLocalCompliance, bundle.Version{Incarnation: 4, Generation: 2}, jsonArray(
-		ghComplianceJSON("p1", l("c1", "c2"), l("c2"), nil, nil),
-		ghComplianceJSON("p3", l("c1", "c2"), nil, nil, nil),
-	))
-	want = map[string]string{"p1/c1": "compliant", "p1/c2": "non_compliant", "p3/c1": "compliant", "p3/c2": "compliant"}
-	if got := states(readCompliance(t, pool, "hub1")); !maps.Equal(got, want) {
-		t.Fatalf("after a second localcompliance: %v, want %v", got, want)
-	}
-	// An empty report: the hub has no policies left.
-	ghApply(t, pool, "hub1", GHLocalCompliance, bundle.Version{Incarnation: 4, Generation: 3}, []byte(`[]`))
-	if got := readCompliance(t, pool, "hub1"); len(got) != 0 {
-		t.Fatalf("after an empty localcompliance: %v", states(got))
-	}
-	if got := states(readCompliance(t, pool, "hub2")); !maps.Equal(got, map[string]string{"p1/c9": "compliant"}) {
-		t.Fatalf("hub2 was touched: %v", got)
-	}
-}
-
-func TestGlobalHubEvents(t *testing.T) {
-	t.Parallel()
-	pool, _ := dbtest.New(t)
-	clusterEvent := func(name, reason string) map[string]any {
-		return map[string]any{
-			"eventNamespace": "cluster1", "eventName": name, "clusterName": "cluster1",
-			"clusterId": "e3bb27fc-b510-4844-95db-5fce88548363", "leafHubName": "hub1",
-			"message": "The cluster1 is " + reason, "reason": reason,
-			"reportingController": "managedcluster-import-controller", "reportingInstance": "managedcluster-import-controller-v2-b6cbc7658-dvp9t",
-			"type": "Normal", "createdAt": "2025-10-23T02:32:06Z",
-		}
-	}
-	batch := jsonArray(clusterEvent("cluster1.1870fdff35b3d4bc", "WaitForImporting"), clusterEvent("cluster1.1870fdff5a401195", "Importing"))
-	single, _ := json.Marshal(clusterEvent("cluster1.1870fe215eb1712a", "Detaching"))
-	ghApply(t, pool, "hub1", GHManagedClusterEvent, bundle.Version{Incarnation: 1, Generation: 1}, batch)
-	ghApply(t, pool, "hub1", GHManagedClusterEvent, bundle.Version{Incarnation: 1, Generation: 2}, single)
-	// The same batch again under a newer version (an agent resending it)
-	// is stored once.
-	ghApply(t, pool, "hub1", GHManagedClusterEvent, bundle.Version{Incarnation: 1, Generation: 3}, batch)
-	var n int
-	var reasons string
-	if err := pool.QueryRow(t.Context(), `SELECT count(*), string_agg(reason, ',' ORDER BY event_name) FROM event.managed_cluster_events WHERE hub = 'hub1'`).Scan(&n, &reasons); err != nil {
-		t.Fatal(err)
-	}
-	if n != 3 || reasons != "WaitForImporting,Importing,Detaching" {
-		t.Fatalf("cluster events %d %q", n, reasons)
-	}
-
-	root := map[string]any{
-		"leafHubName": "hub2", "eventName": "policy-limitrange.17b8363660d39188", "eventNamespace": "local-policy-namespace",
-		"message": "Policy local-policy-namespace/policy-limitrange was propagated to cluster kind-hub2-cluster1/kind-hub2-cluster1",
-		"reason":  "PolicyPropagation", "count": 1, "source": map[string]string{"component": "policy-propagator"},
-		"createdAt": "2024-02-29T03:01:05Z", "policyId": "1f2deb7a-0d29-4762-b0fc-daa3ba16c5b5", "compliance": "Unknown",
-	}
-	replicated := map[string]any{
-		"leafHubName": "hub2", "eventName": "local-policy-namespace.policy-limitrange.17b83638614ff6b7", "eventNamespace": "kind-hub2-cluster1",
-		"message": "NonCompliant; violation - limitranges [container-mem-limit-range] not found in namespace default",
-		"reason":  "PolicyStatusSync", "count": 1, "source": map[string]string{"component": "policy-status-history-sync"},
-		"createdAt": "2024-02-29T03:01:14Z", "policyId": "1f2deb7a-0d29-4762-b0fc-daa3ba16c5b5",
-		"clusterId": "0884ef05-115d-46f5-bbda-f759adcbbe5b", "clusterName": "kind-hub2-cluster1", "compliance": "NonCompliant",
-	}
-	ghApply(t, pool, "hub2", GHRootPolicyEvent, bundle.Version{Incarnation: 1, Generation: 1}, jsonArray(root))
-	ghApply(t, pool, "hub2", GHReplicatedPolicyEvent, bundle.Version{Incarnation: 1, Generation: 1}, jsonArray(replicated))
-	rows, err := pool.Query(t.Context(), `SELECT kind, cluster_name, compliance, event_count, payload->'source'->>'component' FROM event.local_policy_events WHERE hub = 'hub2' ORDER BY kind`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for rows.Next() {
-		var kind, cluster, compliance, component string
-		var count int
-		if err := rows.Scan(&kind, &cluster, &compliance, &count, &component); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%s/%s/%s/%d/%s", kind, cluster, compliance, count, component))
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
-	want := []string{"replicated/kind-hub2-cluster1/non_compliant/1/policy-status-history-sync", "root//unknown/1/policy-propagator"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("policy events %v, want %v", got, want)
-	}
-}
-
 // ghDecodeCases are the decoder table of every global-hub type, one row per
-// rule of the README's mapping table; the rows are also the fuzz seeds.
+// rule; the rows are also the fuzz seeds.
 var ghDecodeCases = []struct {
 	typ string
 	decodeCase
@@ -482,33 +368,57 @@ var ghDecodeCases = []struct {
 	{GHHeartbeat, decodeCase{"heartbeat without data", ``, ""}},
 	{GHHeartbeat, decodeCase{"heartbeat null", `null`, ""}},
 	{GHHeartbeat, decodeCase{"heartbeat object", `{}`, deadletter.BadPayload}},
-	{GHHubInfo, decodeCase{"info", `{"consoleURL":"https://c","grafanaURL":"","clusterId":"x"}`, ""}},
+	{GHHubInfo, decodeCase{"info", `{"consoleURL":"https://c","grafanaURL":"","clusterId":"8606cf88-c711-4dae-ba7e-2e4d54227887"}`, ""}},
 	{GHHubInfo, decodeCase{"info without clusterId", `{"consoleURL":"https://c"}`, ""}},
 	{GHHubInfo, decodeCase{"info clusterId not a string", `{"clusterId":7}`, deadletter.BadPayload}},
+	// status.leaf_hubs.cluster_id is a uuid: hub_cluster_info_handler.go's
+	// insert would fail.
+	{GHHubInfo, decodeCase{"info clusterId not a UUID", `{"clusterId":"x"}`, deadletter.BadPayload}},
 	{GHHubInfo, decodeCase{"info array", `[]`, deadletter.BadPayload}},
 	{GHManagedCluster, decodeCase{"generic bundle, all members", string(ghGeneric(
-		[]json.RawMessage{ghClusterJSON("a", "id-a", "1")}, []json.RawMessage{ghClusterJSON("b", "id-b", "1")},
-		[]json.RawMessage{ghClusterJSON("c", "id-c", "1")}, []map[string]string{{"id": "id-d", "name": "d"}},
-		[]map[string]string{{"id": "id-c", "name": "c"}})), ""}},
+		[]json.RawMessage{ghClusterJSON("a", "1")}, []json.RawMessage{ghClusterJSON("b", "1")},
+		[]json.RawMessage{ghClusterJSON("c", "1")}, []map[string]string{ghRef(ghUUID("d"), "", "d")},
+		[]map[string]string{ghRef(ghUUID("c"), "", "c")})), ""}},
 	{GHManagedCluster, decodeCase{"generic bundle, empty", `{}`, ""}},
+	// managedcluster_handler.go insertOrUpdate: "has no cluster claim id, skip".
+	{GHManagedCluster, decodeCase{"cluster without id.k8s.io", string(ghGeneric([]json.RawMessage{ghClusterJSON("n", "1", ghClaim{"platform.open-cluster-management.io", "Other"})}, nil, nil, nil, nil)), ""}},
 	{GHManagedCluster, decodeCase{"cluster without a name", `{"create":[{"metadata":{"uid":"u"}}]}`, deadletter.BadPayload}},
+	// status.managed_clusters.cluster_id is a uuid: upstream's insert of
+	// the batch would fail.
+	{GHManagedCluster, decodeCase{"cluster claim not a UUID", string(ghGeneric([]json.RawMessage{ghClusterJSON("a", "1", ghClaim{ClusterIDClaim, "not-a-uuid"})}, nil, nil, nil, nil)), deadletter.BadPayload}},
+	{GHManagedCluster, decodeCase{"delete id not a UUID", `{"delete":[{"id":"x","name":"a"}]}`, deadletter.BadPayload}},
+	// FoundMetadataById compares strings: such an id matches no cluster.
+	{GHManagedCluster, decodeCase{"resync_metadata id not a UUID", `{"resync_metadata":[{"id":"x","name":"a"}]}`, ""}},
+	{GHManagedCluster, decodeCase{"cluster payload jsonb cannot store", `{"create":[{"metadata":{"name":"a","labels":{"x":"\u0000"}},"status":{"clusterClaims":[{"name":"id.k8s.io","value":"8606cf88-c711-4dae-ba7e-2e4d54227887"}]}}]}`, deadletter.BadPayload}},
 	{GHManagedCluster, decodeCase{"delete without id or name", `{"delete":[{"ns":"x"}]}`, deadletter.BadPayload}},
 	{GHManagedCluster, decodeCase{"members are lists", `{"create":{}}`, deadletter.BadPayload}},
 	{GHManagedCluster, decodeCase{"an array is not a generic bundle", `[]`, deadletter.BadPayload}},
+	{GHLocalSpec, decodeCase{"local policy", `{"update":[{"metadata":{"name":"p","namespace":"default","uid":"8606cf88-c711-4dae-ba7e-2e4d54227887"}}]}`, ""}},
+	{GHLocalSpec, decodeCase{"local policy without uid", `{"update":[{"metadata":{"name":"p","namespace":"default"}}]}`, deadletter.BadPayload}},
+	// local_spec.policies.policy_id is a uuid.
+	{GHLocalSpec, decodeCase{"local policy uid not a UUID", `{"update":[{"metadata":{"name":"p","namespace":"default","uid":"u1"}}]}`, deadletter.BadPayload}},
 	{GHLocalCompliance, decodeCase{"localcompliance with null lists", string(jsonArray(ghComplianceJSON("p1", []string{"a"}, nil, nil, []string{"b"}))), ""}},
 	{GHLocalCompliance, decodeCase{"localcompliance without policyId", `[{"compliantClusters":["a"]}]`, deadletter.BadPayload}},
+	// local_status.compliance.policy_id is a uuid.
+	{GHLocalCompliance, decodeCase{"localcompliance policyId not a UUID", `[{"policyId":"p1","compliantClusters":["a"]}]`, deadletter.BadPayload}},
 	{GHLocalCompliance, decodeCase{"localcompliance object", `{"objects":[]}`, deadletter.BadPayload}},
-	{GHLocalCompliance, decodeCase{"localcompliance cluster not a string", `[{"policyId":"p","pendingComplianceClusters":[1]}]`, deadletter.BadPayload}},
+	{GHLocalCompliance, decodeCase{"localcompliance cluster not a string", `[{"policyId":"8606cf88-c711-4dae-ba7e-2e4d54227887","pendingComplianceClusters":[1]}]`, deadletter.BadPayload}},
 	{GHLocalCompleteCompliance, decodeCase{"localcompletecompliance", string(jsonArray(ghCompleteJSON("p1", []string{"a"}, nil, []string{"b"}))), ""}},
 	{GHLocalCompleteCompliance, decodeCase{"localcompletecompliance empty", `[]`, ""}},
 	{GHLocalCompleteCompliance, decodeCase{"localcompletecompliance null", `null`, deadletter.BadPayload}},
-	{GHManagedClusterEvent, decodeCase{"cluster events batch", `[{"eventName":"e1","eventNamespace":"c1","clusterName":"c1","reason":"Imported","createdAt":"2025-10-23T02:33:08Z"}]`, ""}},
+	{GHManagedClusterEvent, decodeCase{"cluster events batch", `[{"eventName":"e1","eventNamespace":"c1","clusterName":"c1","clusterId":"8606cf88-c711-4dae-ba7e-2e4d54227887","reason":"Imported","reportingController":"rc","reportingInstance":"ri","type":"Normal","createdAt":"2025-10-23T02:33:08Z"}]`, ""}},
 	{GHManagedClusterEvent, decodeCase{"cluster event single", `{"eventName":"e1","clusterName":"c1","createdAt":"2025-10-23T02:33:08Z"}`, ""}},
+	{GHManagedClusterEvent, decodeCase{"cluster event clusterId not a UUID (resolved by name)", `{"eventName":"e1","clusterName":"c1","clusterId":"x","createdAt":"2025-10-23T02:33:08Z"}`, ""}},
 	{GHManagedClusterEvent, decodeCase{"cluster event without createdAt", `[{"eventName":"e1"}]`, deadletter.BadPayload}},
 	{GHManagedClusterEvent, decodeCase{"cluster event bad createdAt", `[{"eventName":"e1","createdAt":"yesterday"}]`, deadletter.BadPayload}},
-	{GHRootPolicyEvent, decodeCase{"root policy event", `[{"eventName":"p.1","policyId":"p","count":2,"createdAt":"2024-02-29T03:01:05Z","compliance":"Unknown"}]`, ""}},
+	{GHRootPolicyEvent, decodeCase{"root policy event", `[{"eventName":"p.1","policyId":"8606cf88-c711-4dae-ba7e-2e4d54227887","count":2,"source":{"component":"policy-propagator"},"createdAt":"2024-02-29T03:01:05Z","compliance":"Unknown"}]`, ""}},
 	{GHRootPolicyEvent, decodeCase{"root policy event without policyId", `[{"eventName":"p.1","createdAt":"2024-02-29T03:01:05Z"}]`, deadletter.BadPayload}},
-	{GHReplicatedPolicyEvent, decodeCase{"replicated event count not an integer", `[{"eventName":"p.1","policyId":"p","count":1.5,"createdAt":"2024-02-29T03:01:05Z"}]`, deadletter.BadPayload}},
+	// event.local_root_policies.policy_id is a uuid.
+	{GHRootPolicyEvent, decodeCase{"root policy event policyId not a UUID", `[{"eventName":"p.1","policyId":"p","createdAt":"2024-02-29T03:01:05Z"}]`, deadletter.BadPayload}},
+	{GHRootPolicyEvent, decodeCase{"root policy event source not an object", `[{"eventName":"p.1","policyId":"8606cf88-c711-4dae-ba7e-2e4d54227887","source":"x","createdAt":"2024-02-29T03:01:05Z"}]`, deadletter.BadPayload}},
+	{GHReplicatedPolicyEvent, decodeCase{"replicated event count not an integer", `[{"eventName":"p.1","policyId":"8606cf88-c711-4dae-ba7e-2e4d54227887","count":1.5,"createdAt":"2024-02-29T03:01:05Z"}]`, deadletter.BadPayload}},
+	{GHAlertCounts, decodeCase{"alert counts", `{"low":1,"detail_url":"https://c","source":"ns/central"}`, ""}},
+	{GHAlertCounts, decodeCase{"alert counts negative", `{"low":-1,"source":"ns/central"}`, deadletter.BadPayload}},
 }
 
 func TestGlobalHubDecode(t *testing.T) {
@@ -526,6 +436,61 @@ func TestGlobalHubDecode(t *testing.T) {
 				t.Fatal("nil payload")
 			}
 		})
+	}
+}
+
+// TestGlobalHubDecodedPayloads checks what the decoders keep of the
+// agent's data.
+func TestGlobalHubDecodedPayloads(t *testing.T) {
+	upper := strings.ToUpper(ghUUID("a"))
+	// pkg/utils/object.go GetClusterClaimID: the FIRST claim named
+	// id.k8s.io; managedcluster_handler.go skips a cluster without one.
+	p, err := GlobalHubManagedCluster().Decode(ghGeneric(
+		[]json.RawMessage{
+			ghClusterJSON("a", "1", ghClaim{"platform.open-cluster-management.io", "Other"}, ghClaim{ClusterIDClaim, upper}, ghClaim{ClusterIDClaim, ghUUID("second")}),
+			ghClusterJSON("n", "1", ghClaim{"platform.open-cluster-management.io", "Other"}),
+			ghClusterJSON("e", "1", ghClaim{ClusterIDClaim, ""}, ghClaim{ClusterIDClaim, ghUUID("e")}),
+		},
+		[]json.RawMessage{ghClusterJSON("a", "2", ghClaim{ClusterIDClaim, ghUUID("a")})},
+		nil, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := p.(*GlobalHubClustersPayload)
+	var got []string
+	for _, c := range cp.Upserts {
+		var o struct {
+			Metadata struct{ Labels map[string]string }
+		}
+		if err := json.Unmarshal(c.Object, &o); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Name+"="+ghLabel(c.ID)+"/"+o.Metadata.Labels["rev"])
+	}
+	// a's claim in upper case is a's id (lowered), its update wins; e's
+	// first id.k8s.io claim is empty: no id, like n.
+	if want := []string{"a=a/2"}; fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(cp.Skipped) != "[n e]" {
+		t.Fatalf("upserts %v (want %v), skipped %v (want [n e])", got, want, cp.Skipped)
+	}
+
+	// Events: reportingController, reportingInstance and source are kept;
+	// clusterId is lowered, or dropped when it is not a UUID.
+	ep, err := GlobalHubManagedClusterEvent().Decode([]byte(`{"eventName":"e1","eventNamespace":"c1","clusterName":"c1","clusterId":"` + upper +
+		`","reportingController":"rc","reportingInstance":"ri","type":"Warning","createdAt":"2025-10-23T02:33:08Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := ep.(*GHEventsPayload).Events[0]; e.ClusterID != ghUUID("a") || e.ReportingController != "rc" || e.ReportingInstance != "ri" || e.Type != "Warning" {
+		t.Fatalf("cluster event %+v", e)
+	}
+	ep, err = GlobalHubReplicatedPolicyEvent().Decode([]byte(`[{"eventName":"e1","policyId":"` + upper + `","clusterId":"kind-hub2-cluster1","clusterName":"c1",
+		"count":3,"source":{"component":"policy-status-history-sync","host":"h"},"createdAt":"2024-02-29T03:01:14Z","compliance":"Pending"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := ep.(*GHEventsPayload).Events[0]; e.PolicyID != ghUUID("a") || e.ClusterID != "" || e.Count != 3 || e.Compliance != "pending" ||
+		string(e.Source) != `{"component":"policy-status-history-sync","host":"h"}` {
+		t.Fatalf("replicated event %+v", e)
 	}
 }
 
