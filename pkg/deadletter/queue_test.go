@@ -60,7 +60,7 @@ func TestQueueReleasesOnlyWhatIsStored(t *testing.T) {
 		t.Fatalf("queue holds %d letters, %d bytes; want 50 and their size", q.Len(), q.Bytes())
 	}
 
-	if _, err := pool.Exec(ctx, `ALTER TABLE status.dead_letters_away RENAME TO dead_letters`); err != nil {
+	if _, err := pool.Exec(ctx, `ALTER TABLE stb.dead_letters_away RENAME TO dead_letters`); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(10 * time.Second)
