@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
@@ -102,18 +104,39 @@ func (r *Reader) startOffset(ctx context.Context, topic string, partition int32)
 	case !ok:
 		r.logger.Info("no stored position; starting at auto.offset.reset",
 			append(fields, zap.String("autoOffsetReset", r.cfg.AutoOffsetReset))...)
-	case pos.ClusterID != r.clusterID:
+	case !r.sameKafka(pos.ClusterID):
 		r.logger.Warn("stored position is from another Kafka cluster; ignoring it and starting at auto.offset.reset",
 			append(fields, zap.Int64("storedOffset", pos.Offset), zap.String("storedClusterId", pos.ClusterID),
-				zap.String("clusterId", r.clusterID), zap.String("autoOffsetReset", r.cfg.AutoOffsetReset))...)
+				zap.String("clusterId", r.clusterID), zap.String("brokers", r.cfg.Brokers),
+				zap.String("autoOffsetReset", r.cfg.AutoOffsetReset))...)
 	case pos.Offset < 0:
 		r.logger.Warn("stored position is negative; starting at auto.offset.reset",
 			append(fields, zap.Int64("storedOffset", pos.Offset))...)
 	case r.outOfRange(topic, partition, pos.Offset):
 		// Logged and counted by outOfRange.
 	default:
+		// Resume AT the stored offset, whoever stored it. STB stores the
+		// next offset to read. Upstream's manager stores the offset of a
+		// bundle it has processed or still holds, not that offset + 1
+		// (manager/pkg/status/conflator/conflation_committer.go
+		// getPositionsToCommit takes TransportPosition() as it is, and
+		// pkg/bundle/metadata's ThresholdMetadata sets it to the
+		// message's own offset), and resumes at it itself
+		// (pkg/transport/consumer/generic_consumer.go getInitOffset). So a
+		// row upstream left makes STB read at most one message again:
+		// the bundle at that offset, which upstream may already have
+		// written. That is harmless. Once STB's version fence
+		// (stb.bundle_versions) holds that bundle's version or a newer
+		// one for its hub and type, the bundle is stale and skipped. At
+		// the takeover itself, with the fence still empty, it is applied
+		// over what upstream wrote from it: its state is written again as
+		// it was, and the rows of the event tables it inserts again hit
+		// their unique constraints and ON CONFLICT DO NOTHING. Starting
+		// at offset + 1 instead could skip a bundle upstream only held and
+		// never wrote.
 		r.metrics.assignments.WithLabelValues(startStored).Inc()
-		r.logger.Info("resuming at stored position", append(fields, zap.Int64("offset", pos.Offset))...)
+		r.logger.Info("resuming at stored position", append(fields, zap.Int64("offset", pos.Offset),
+			zap.String("storedClusterId", pos.ClusterID))...)
 		return kafka.Offset(pos.Offset), pos.Offset
 	}
 	r.metrics.assignments.WithLabelValues(startReset).Inc()
@@ -124,6 +147,50 @@ func (r *Reader) startOffset(ctx context.Context, topic string, partition int32)
 		return kafka.OffsetEnd, -1
 	}
 	return kafka.OffsetBeginning, -1
+}
+
+// sameKafka reports whether a stored position's owner identity (the
+// ownerIdentity of its status.transport row) names the Kafka this reader
+// reads. STB writes the cluster id. Upstream's manager writes, and only
+// trusts on start, its config.GetKafkaOwnerIdentity(), which is the
+// KafkaConfig.ClusterID of its transport secret
+// (pkg/transport/controller/controller.go ReconcileKafkaCredential):
+//
+//   - with the built-in Kafka, the Strimzi Kafka's status.clusterId, the
+//     id the brokers report (operator/pkg/controllers/transporter/protocol/
+//     strimzi_transporter.go; the Kafka resource's UID before Strimzi has
+//     set it, which no reader can match);
+//   - with a Kafka the user brings, the bootstrap_server of the transport
+//     secret (operator/pkg/controllers/transporter/protocol/
+//     byo_transporter.go GetConnCredential; pkg/transport's EventPosition:
+//     "byo kafka, use the kafka bootstrapserver as the identity").
+//
+// So an identity equal to the configured bootstrap servers is trusted
+// too: the same list of addresses, in any order, spaces aside. An empty
+// identity never is (generic_consumer.go getInitOffset skips it as well).
+func (r *Reader) sameKafka(owner string) bool {
+	if strings.TrimSpace(owner) == "" {
+		return false
+	}
+	return owner == r.clusterID || sameBootstrap(owner, r.cfg.Brokers)
+}
+
+// sameBootstrap reports whether two bootstrap lists ("host:port,…") hold
+// the same addresses: compared as sets, spaces trimmed, host names case
+// folded. An empty list matches nothing.
+func sameBootstrap(a, b string) bool {
+	set := func(s string) []string {
+		var out []string
+		for _, addr := range strings.Split(s, ",") {
+			if addr = strings.ToLower(strings.TrimSpace(addr)); addr != "" {
+				out = append(out, addr)
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	as, bs := set(a), set(b)
+	return len(as) > 0 && slices.Equal(as, bs)
 }
 
 // outOfRange reports whether a stored offset lies outside the partition's
