@@ -221,7 +221,7 @@ func tail(s string, lines int) string {
 // offsets returns the committed offsets stored in status.transport.
 func (e *env) offsets() map[int32]int64 {
 	e.t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport WHERE payload IS NOT NULL`)
+	rows, err := e.pool.Query(context.Background(), `SELECT (payload->>'partition')::int, (payload->>'offset')::bigint FROM status.transport`)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func (e *env) waitFirstCommit(timeout time.Duration) {
 	}
 }
 
-// versions returns status.bundle_versions as hub/type → (incarnation,
+// versions returns stb.bundle_versions as hub/type → (incarnation,
 // generation).
 func (e *env) versions() map[string][2]uint64 {
 	e.t.Helper()
@@ -266,7 +266,7 @@ func (e *env) versions() map[string][2]uint64 {
 }
 
 func (e *env) queryVersions() (map[string][2]uint64, error) {
-	rows, err := e.pool.Query(context.Background(), `SELECT hub || '/' || bundle_type, incarnation::text, generation::text FROM status.bundle_versions`)
+	rows, err := e.pool.Query(context.Background(), `SELECT hub || '/' || bundle_type, incarnation::text, generation::text FROM stb.bundle_versions`)
 	if err != nil {
 		return nil, err
 	}
