@@ -181,8 +181,27 @@ func (e *env) startBridge(extra ...string) *bridge {
 		if e.t.Failed() {
 			e.t.Logf("bridge log (pid %d):\n%s", cmd.Process.Pid, tail(b.log.String(), 60))
 		}
+		keepLog(e.t, cmd.Process.Pid, b.log.String())
 	})
 	return b
+}
+
+// keepLogDir, when STB_TEST_BRIDGE_LOGS names a directory, receives the
+// whole log of every bridge a test started (the failure message shows only
+// its tail): <test>-<pid>.log.
+const keepLogDir = "STB_TEST_BRIDGE_LOGS"
+
+func keepLog(t *testing.T, pid int, log string) {
+	dir := os.Getenv(keepLogDir)
+	if dir == "" {
+		return
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), pid))
+	if err := os.WriteFile(name, []byte(log), 0o644); err != nil {
+		t.Logf("keeping the bridge log: %v", err)
+		return
+	}
+	t.Logf("bridge log (pid %d) kept in %s", pid, name)
 }
 
 func (b *bridge) running() bool {

@@ -181,6 +181,12 @@ func (c *Committer) Partitions() []*Partition {
 // max.poll.interval.ms whatever the database does. When the final commit
 // fails, the partition is forgotten anyway and its new owner replays from
 // the last position stored.
+//
+// Once Revoke returns, the partition's position is never stored again,
+// not even by a Commit that listed the partitions before and waited for
+// this final one: the reader then drops the partition's held bundles,
+// which releases their offsets, and a position stored after that would
+// make the new owner resume past bundles nobody wrote (DESIGN.md §10).
 func (c *Committer) Revoke(ctx context.Context, topic string, partition int32) error {
 	c.mu.Lock()
 	p, ok := c.parts[key{topic, partition}]
@@ -188,32 +194,37 @@ func (c *Committer) Revoke(ctx context.Context, topic string, partition int32) e
 	if !ok {
 		return nil
 	}
-	err := c.commit(ctx, []*Partition{p})
-	c.mu.Lock()
-	if c.parts[key{topic, partition}] == p {
-		delete(c.parts, key{topic, partition})
-	}
-	c.mu.Unlock()
-	return err
+	return c.commit(ctx, []*Partition{p}, true)
 }
 
 // Commit persists every position that moved since the last commit, within
 // ctx and Config.Timeout.
 func (c *Committer) Commit(ctx context.Context) error {
-	return c.commit(ctx, c.Partitions())
+	return c.commit(ctx, c.Partitions(), false)
 }
 
 // ErrCommitBusy is returned when ctx ended while waiting for another
 // commit to finish: nothing was saved.
 var ErrCommitBusy = errors.New("another commit of offsets is still in progress")
 
-func (c *Committer) commit(ctx context.Context, parts []*Partition) error {
+// commit saves the positions of parts that moved. A final commit (Revoke)
+// then retires parts, whatever became of the save, before it lets another
+// commit start: parts listed before are skipped from then on (pending).
+func (c *Committer) commit(ctx context.Context, parts []*Partition, final bool) error {
 	select {
 	case c.commitSem <- struct{}{}:
 	case <-ctx.Done():
+		if final {
+			// The commit in progress computed its positions before
+			// the reader drops anything; those waiting skip them.
+			c.forget(parts...)
+		}
 		return fmt.Errorf("%w: %w", ErrCommitBusy, context.Cause(ctx))
 	}
 	defer func() { <-c.commitSem }()
+	if final {
+		defer c.forget(parts...) // before the semaphore is released
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 
@@ -275,16 +286,26 @@ func (c *Committer) dropLost(ps []Position, moved []*Partition, lost []Position)
 			keptParts = append(keptParts, moved[i])
 			continue
 		}
-		c.mu.Lock()
-		if c.parts[key{p.Topic, p.Partition}] == moved[i] {
-			delete(c.parts, key{p.Topic, p.Partition})
-		}
-		c.mu.Unlock()
+		c.forget(moved[i])
 		c.metrics.commits.WithLabelValues("lost").Inc()
 		c.logger.Warn("partition claimed by another bridge; no longer committing it",
 			zap.String("topic", p.Topic), zap.Int32("partition", p.Partition), zap.Int64("position", p.Offset))
 	}
 	return keptPs, keptParts
+}
+
+// forget retires partitions and stops tracking them: their positions are
+// never stored again, even by a commit that listed them before.
+func (c *Committer) forget(parts ...*Partition) {
+	for _, p := range parts {
+		p.retire()
+		k := key{p.Topic, p.Partition}
+		c.mu.Lock()
+		if c.parts[k] == p {
+			delete(c.parts, k)
+		}
+		c.mu.Unlock()
+	}
 }
 
 // Err returns the error of the last commit, nil when it succeeded.

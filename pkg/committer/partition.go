@@ -25,6 +25,10 @@ type Partition struct {
 	next int64 // last read + 1; -1 until something was read or a start is known
 	// committed is the position last persisted; guarded by mu.
 	committed int64
+	// retired is set once the committer stops tracking the partition
+	// (revoked, or claimed by another bridge): its position is never
+	// stored again (pending). Guarded by mu.
+	retired bool
 	// idle are closed, and dropped, once nothing is outstanding.
 	idle []chan struct{}
 	// highWatermark is the partition's high watermark as the reader last
@@ -140,15 +144,24 @@ func (p *Partition) Lag() (lag int64, ok bool) {
 	return max(0, p.highWatermark-max(p.committed, 0)), true
 }
 
-// pending returns the position if it moved past the committed one.
+// pending returns the position if it moved past the committed one and
+// the partition is not retired.
 func (p *Partition) pending() (int64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pos, ok := p.positionLocked()
-	if !ok || pos <= p.committed {
+	if !ok || p.retired || pos <= p.committed {
 		return 0, false
 	}
 	return pos, true
+}
+
+// retire marks the partition no longer this committer's to store: a
+// commit that listed it before skips it from now on.
+func (p *Partition) retire() {
+	p.mu.Lock()
+	p.retired = true
+	p.mu.Unlock()
 }
 
 // markCommitted records that pos was persisted.
