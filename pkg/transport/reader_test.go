@@ -24,7 +24,10 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-const waitTimeout = 30 * time.Second
+// waitTimeout bounds the waits on conditions: generous, because a loaded
+// machine (CI beside other work) can take 30 s to subscribe to 1,000
+// topics; a passing run never waits for it.
+const waitTimeout = 2 * time.Minute
 
 // harness is a broker, a publisher and a running reader wired to test
 // collaborators.
