@@ -159,7 +159,9 @@ func TestRetriedJobIsDecodedOnce(t *testing.T) {
 func TestBadNewestPayload(t *testing.T) {
 	pool, _ := dbtest.New(t)
 	reg := dbsyncers.Default()
-	bad := []byte(`{"objects":[{"metadata":`)
+	// JSON, which the reader takes (it checks the syntax only), that
+	// does not decode.
+	bad := []byte(`{"objects":7}`)
 	version := func(g uint64) bundle.Version { return bundle.Version{Incarnation: 1, Generation: g} }
 	var released doneCount
 	bundles := read(t, reg, &released,
@@ -211,7 +213,7 @@ func TestBadEventInAGroup(t *testing.T) {
 			Data: fmt.Appendf(nil, `{"objects":[{"policyId":"p1","clusterName":"c1","eventName":%q,"time":"2026-01-02T03:04:05Z"}]}`, name)}
 	}
 	broken := event(2, "")
-	broken.Data = []byte(`{"objects":[`)
+	broken.Data = []byte(`{"objects":7}`) // JSON, which the reader takes, that does not decode
 	var released doneCount
 	bundles := read(t, reg, &released, event(1, "e1"), broken, event(3, "e3"))
 	dispatch(t, pool, reg, conflation.Config{}, &released, bundles)

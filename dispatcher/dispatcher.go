@@ -46,6 +46,22 @@ type DeadLetters interface {
 	Write(ctx context.Context, letters ...deadletter.Letter) (int64, error)
 }
 
+// EventLetters is what a status family (transport.Family) offers whose
+// bundles' Raw is not the data of the event they were read from:
+// dbsyncers/work and dbsyncers/cne put the event's attributes in a line
+// before the data. A worker's dead letter keeps a bundle's Raw as the
+// event's data (deadletter.Bundles); with these, it stores the event
+// itself, so that a replay from the stored copy reads it through the
+// family as the reader did, where it handed the family the line and the
+// data as data (bad_payload).
+type EventLetters interface {
+	// EventOf returns the event b was read from, rebuilt from its Raw: the
+	// CloudEvents attributes as binary-mode Kafka headers (ce_*,
+	// content-type) and the data. ok is false for a bundle that is not
+	// the family's.
+	EventOf(b *bundle.Bundle) (headers map[string]string, data []byte, ok bool)
+}
+
 // Config configures a Dispatcher. Start from DefaultConfig.
 type Config struct {
 	// Workers is the number of concurrent writers; it must not exceed the
@@ -71,10 +87,12 @@ type Config struct {
 	// bundle's freshness; under load, ready units fill batches at once.
 	BatchWait time.Duration
 	// MaxUnclassifiedAttempts is how many times a job whose write fails
-	// with an error the dispatcher cannot classify (not a database error,
-	// a timeout or a lost connection: an encode error, a bug) is tried
-	// before it is dead-lettered permanent_error. Known transient failures
-	// are retried for ever: a database problem must never lose a bundle.
+	// with an error the dispatcher cannot classify (not a timeout, a lost
+	// connection or a database error of a SQLSTATE class it knows: an
+	// encode error, a bug, an internal error of the database's, a
+	// trigger's RAISE; see bySQLState) is tried before it is dead-lettered
+	// permanent_error. Known transient failures are retried for ever: a
+	// database problem must never lose a bundle.
 	MaxUnclassifiedAttempts int
 	// RetryLogInterval is how often the transient failures of the
 	// interval are logged, as one line with counts by type and class;
@@ -152,6 +170,10 @@ type Deps struct {
 	Logger      *zap.Logger
 	// Registerer receives the dispatcher's metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Events are the status families whose bundles' Raw is not their
+	// event's data, for the dead letters of their bundles; see
+	// EventLetters.
+	Events []EventLetters
 }
 
 // Dispatcher owns the workers.
@@ -162,6 +184,7 @@ type Dispatcher struct {
 	applier Applier
 	takeMu  sync.Mutex // one worker takes jobs from the queue at a time
 	dead    DeadLetters
+	events  []EventLetters
 	logger  *zap.Logger
 	metrics *metrics
 
@@ -205,7 +228,7 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 		logger = zap.NewNop()
 	}
 	d := &Dispatcher{cfg: cfg, pool: deps.Pool, mgr: deps.Manager, applier: deps.Applier, dead: deps.DeadLetters,
-		logger: logger, timers: map[*time.Timer]struct{}{}, retries: newRetryLog(cfg.RetryLogInterval)}
+		events: deps.Events, logger: logger, timers: map[*time.Timer]struct{}{}, retries: newRetryLog(cfg.RetryLogInterval)}
 	d.wake = d.mgr.Wake
 	metrics, err := newMetrics(deps.Registerer, d)
 	if err != nil {
@@ -507,7 +530,7 @@ func (d *Dispatcher) deadLetterUndecodable(ctx context.Context, job *conflation.
 		d.logger.Error("bundle data does not decode, dead-lettering it",
 			zap.String("hub", u.b.Hub), zap.String("type", u.b.Type),
 			zap.Stringer("version", u.b.Version), zap.String("reason", string(reason)), zap.Error(u.err))
-		letters = append(letters, deadletter.Bundles([]*bundle.Bundle{u.b}, reason, u.err)...)
+		letters = append(letters, d.letters([]*bundle.Bundle{u.b}, reason, u.err)...)
 	}
 	if d.dead != nil {
 		if _, derr := d.dead.Write(ctx, letters...); derr != nil {
@@ -564,7 +587,7 @@ func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason
 		zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
 		zap.Stringer("version", job.Last().Version), zap.String("reason", string(reason)), zap.Error(err))
 	if d.dead != nil {
-		if _, derr := d.dead.Write(ctx, deadletter.Bundles(job.Bundles, reason, err)...); derr != nil {
+		if _, derr := d.dead.Write(ctx, d.letters(job.Bundles, reason, err)...); derr != nil {
 			d.logger.Warn("dead letter not written, will retry the bundle",
 				zap.String("hub", job.Unit.Hub), zap.String("type", job.Type), zap.Error(derr))
 			return conflation.Transient
@@ -573,6 +596,48 @@ func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason
 	d.metrics.deadLettered(job.Type, string(reason))
 	return conflation.Permanent
 }
+
+// letters returns the dead letters of bundles (deadletter.Bundles), each
+// holding the event it was read from: for a bundle of a family whose Raw
+// is not the event's data (EventLetters), the event's data, and, when it
+// was read in structured mode (its headers hold no attributes), the
+// attributes as binary-mode headers. A letter of a bundle read in binary
+// mode keeps its headers as read: with the data, the message itself.
+func (d *Dispatcher) letters(bs []*bundle.Bundle, reason deadletter.Reason, cause error) []deadletter.Letter {
+	out := deadletter.Bundles(bs, reason, cause)
+	if len(d.events) == 0 {
+		return out
+	}
+	for i, b := range bs {
+		if b.Message == nil {
+			continue // built from others (merged deltas): no event of its own
+		}
+		for _, e := range d.events {
+			headers, data, ok := e.EventOf(b)
+			if !ok {
+				continue
+			}
+			l := &out[i]
+			l.Data = data
+			if _, binary := l.Headers[ceSpecVersion]; !binary {
+				if l.Headers == nil {
+					l.Headers = make(map[string]string, len(headers))
+				}
+				// Its content-type said the value is the whole event; the
+				// rebuilt one, if any, is the data's.
+				delete(l.Headers, "content-type")
+				for k, v := range headers {
+					l.Headers[k] = v
+				}
+			}
+			break
+		}
+	}
+	return out
+}
+
+// ceSpecVersion is the header a binary-mode CloudEvent always has.
+const ceSpecVersion = "ce_specversion"
 
 // wakeAfter makes the unit ready again once its retry falls due. The timer
 // only pushes onto the ready queue; it does no I/O. Its callback is

@@ -22,8 +22,9 @@ type metrics struct {
 	// them.
 	schemaErrors prometheus.Counter
 	// unclassified counts writes that failed with an error the dispatcher
-	// could not classify: retried a bounded number of times, then
-	// dead-lettered permanent_error (the log line names the type).
+	// could not classify, a SQLSTATE of a class it does not know included:
+	// retried a bounded number of times, then dead-lettered permanent_error
+	// (the log line names the type, the retry log the SQLSTATE).
 	unclassified prometheus.Counter
 }
 
@@ -63,7 +64,7 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) (*metrics, error) {
 		}),
 		unclassified: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "unclassified_errors_total",
-			Help: "Writes that failed with an error that is neither a database error, a timeout nor a lost connection (an encode error, a bug). Retried --max-unclassified-attempts times, then dead-lettered permanent_error.",
+			Help: "Writes that failed with an error that is neither a timeout, a lost connection nor a database error of a known SQLSTATE class (an encode error, a bug, SQLSTATE XX internal error, 0A, 25, P0 a trigger's RAISE). Retried --max-unclassified-attempts times, then dead-lettered permanent_error.",
 		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",

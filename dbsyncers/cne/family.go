@@ -83,13 +83,6 @@ func (Family) Owns(typ string) bool { return strings.HasPrefix(typ, TypePrefix) 
 func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 	ctx := Context{Type: ev.Type(), ID: ev.ID(), Source: ev.Source(), Time: ev.Time(), Origin: ev.Origin}
 	data := ev.Data()
-	// A letter a worker wrote (a write that failed for good) keeps the
-	// bundle's Raw as the event's data (deadletter.Bundles); replayed from
-	// that stored copy, the event's data is after the header line. No
-	// event's own data has one: a JSON document is one value.
-	if _, rest, err := decodeRaw(data); err == nil {
-		data = rest
-	}
 	_, node, err := Parse(ctx, data)
 	if err != nil {
 		if node != "" {
@@ -104,6 +97,35 @@ func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 		return nil, errPayload(err)
 	}
 	return &bundle.Bundle{Hub: node, Type: BundleType, Raw: raw, EventTime: ev.Time()}, nil
+}
+
+// EventOf returns the event a cne.event bundle was read from, rebuilt from
+// its Raw (dispatcher.EventLetters): the attributes the header line holds
+// as a binary-mode Kafka message's headers, and the data after it, as it
+// came. A worker's dead letter of the bundle so stores the event, which a
+// replay reads through Family.Bundle as the reader did. (Bundle used to
+// sniff its data for a header line instead, in binary mode only: a letter
+// of an event read in structured mode kept no attributes at all.) ok is
+// false for another type or bytes that are not encodeRaw's.
+func (Family) EventOf(b *bundle.Bundle) (headers map[string]string, data []byte, ok bool) {
+	if b == nil || b.Type != BundleType {
+		return nil, nil, false
+	}
+	ctx, data, err := decodeRaw(b.Raw)
+	if err != nil || ctx.Type == "" {
+		return nil, nil, false
+	}
+	headers = map[string]string{
+		"ce_specversion": "1.0",
+		"ce_type":        ctx.Type,
+		"ce_id":          ctx.ID,
+		"ce_source":      ctx.Source,
+		"ce_time":        ctx.Time.Format(time.RFC3339Nano),
+	}
+	if len(data) > 0 {
+		headers["content-type"] = "application/json"
+	}
+	return headers, data, true
 }
 
 // header is the line before the data in a bundle's Raw: what a value

@@ -288,23 +288,3 @@ func TestRejectNamesTheNode(t *testing.T) {
 		t.Fatalf("bundle %+v, err %v; want an unknown value_type under node n7", b, err)
 	}
 }
-
-// A worker's dead letter keeps a bundle's Raw as the event's data; an
-// event replayed from that stored copy makes the same bundle again.
-func TestReplayOfAWorkersLetter(t *testing.T) {
-	d := ptpState("n1", "LOCKED", 7)
-	first, err := cne.Family{}.Bundle(ev(t, event.CloudEventsVersionV03, cne.PtpStateChange, t0, 2, 9, d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := cne.Family{}.Bundle(ev(t, event.CloudEventsVersionV03, cne.PtpStateChange, t0, 2, 9, first.Raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(again.Raw) != string(first.Raw) || again.Hub != "n1" {
-		t.Fatalf("replayed: hub %q raw %q, want %q", again.Hub, again.Raw, first.Raw)
-	}
-	if p := decoded(t, again); len(p.Values) != 2 || p.Values[0].Text != "7" || p.Values[1].Text != "LOCKED" {
-		t.Fatalf("replayed values %+v", p.Values)
-	}
-}

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
@@ -46,6 +49,53 @@ func encodeRaw(h header, data []byte) ([]byte, error) {
 	raw := make([]byte, 0, len(line)+1+len(data))
 	raw = append(append(append(raw, line...), '\n'), data...)
 	return raw, nil
+}
+
+// EventOf returns the event a work.status bundle was read from, rebuilt
+// from its Raw (dispatcher.EventLetters): the attributes and extensions
+// the header line holds, as a binary-mode Kafka message's headers, and
+// the data after it, as it came. A worker's dead letter of the bundle so
+// stores the event, which a replay reads through Family.Bundle as the
+// reader did; the bundle's Raw handed to Family.Bundle as an event's data
+// is a bad_payload. ok is false for another type or bytes that are not
+// encodeRaw's.
+func (Family) EventOf(b *bundle.Bundle) (headers map[string]string, data []byte, ok bool) {
+	if b == nil || b.Type != BundleType {
+		return nil, nil, false
+	}
+	line, data, found := bytes.Cut(b.Raw, []byte{'\n'})
+	var h header
+	if !found || json.Unmarshal(line, &h) != nil || h.Type == "" {
+		return nil, nil, false
+	}
+	headers = map[string]string{
+		"ce_specversion":           "1.0",
+		"ce_type":                  h.Type,
+		"ce_id":                    h.ID,
+		"ce_source":                h.Agent,
+		"ce_" + ExtClusterName:     h.Cluster,
+		"ce_" + ExtOriginalSource:  h.Source,
+		"ce_" + ExtResourceID:      h.ResourceID,
+		"ce_" + ExtResourceVersion: strconv.FormatInt(h.ResourceVersion, 10),
+	}
+	if h.SequenceID != math.MaxInt64 {
+		// MaxInt64 stands for a delete sent without one (Family.Bundle);
+		// it is of no snowflake node 1, so never an agent's.
+		headers["ce_"+ExtSequenceID] = strconv.FormatInt(h.SequenceID, 10)
+	}
+	if h.StatusHash != "" {
+		headers["ce_"+ExtStatusHash] = h.StatusHash
+	}
+	if h.Metadata != nil {
+		headers["ce_"+ExtMetadata] = string(h.Metadata)
+	}
+	if !h.Time.IsZero() {
+		headers["ce_time"] = h.Time.Format(time.RFC3339Nano)
+	}
+	if len(data) > 0 {
+		headers["content-type"] = "application/json"
+	}
+	return headers, data, true
 }
 
 // Status is one resource's status as an agent reported it: the row

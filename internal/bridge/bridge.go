@@ -225,7 +225,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	b.dispatcher, err = dispatcher.New(dcfg, dispatcher.Deps{
 		Pool: b.workPool, Manager: b.manager, Applier: reg, DeadLetters: dead,
-		Logger: logger.Named("dispatcher"), Registerer: b.registry,
+		Logger: logger.Named("dispatcher"), Registerer: b.registry, Events: eventLetters(families),
 	})
 	if err != nil {
 		return nil, err
@@ -260,8 +260,14 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.name, err)
 		}
-		b.servers = append(b.servers, &server{name: l.name, ln: ln,
-			srv: &http.Server{Handler: l.handler(), ReadHeaderTimeout: 5 * time.Second}})
+		// Every request's context ends when the server's does (endRequests),
+		// so that a console action in flight, a replay holding the replay
+		// pool's connection for up to two minutes, stops at the shutdown
+		// rather than being waited for.
+		reqCtx, endRequests := context.WithCancel(context.Background())
+		b.servers = append(b.servers, &server{name: l.name, ln: ln, endRequests: endRequests,
+			srv: &http.Server{Handler: l.handler(), ReadHeaderTimeout: 5 * time.Second,
+				BaseContext: func(net.Listener) context.Context { return reqCtx }}})
 	}
 	return b, nil
 }
@@ -282,12 +288,16 @@ func (b *Bridge) Close() {
 
 // closeClients closes every client at once, each in its own goroutine, and
 // waits for them until ctx ends: they do not depend on one another (during
-// Close the reader's revocation commits nothing). A client that does not
-// close in time, a consumer that cannot leave its group with Kafka gone or
-// a pool whose connections hang with the database (pgx waits up to 15 s on
-// each), is logged and left behind for the process's exit.
+// Close the reader's revocation commits nothing), so each step has the
+// whole of ctx as its bound, whatever the others take. A client that does
+// not close in time, a consumer that cannot leave its group with Kafka
+// gone, a pool whose connections hang with the database (pgx waits up to
+// 15 s on each) or whose connection is still held (pgxpool's Close waits
+// for every one: the console's replay pool during a replay), is logged and
+// left behind for the process's exit. Nothing here is closed inline.
 func (b *Bridge) closeClients(ctx context.Context) {
 	for _, s := range b.servers { // already shut down by Run if it ran
+		s.endRequests()
 		_ = s.ln.Close()
 	}
 	type step struct {
@@ -307,7 +317,9 @@ func (b *Bridge) closeClients(ctx context.Context) {
 		run("kafka consumer", func() { _ = b.reader.Close() })
 	}
 	if b.replayPool != nil {
-		b.replayPool.Close()
+		// A console replay may hold its connection for up to the console's
+		// action timeout (two minutes): never waited for past ctx.
+		run("console replay pool", b.replayPool.Close)
 	}
 	if b.resyncs != nil {
 		run("resync producer", b.resyncs.close)
@@ -322,7 +334,11 @@ func (b *Bridge) closeClients(ctx context.Context) {
 		select {
 		case <-s.done:
 		case <-ctx.Done():
-			b.logger.Error("closing timed out; exiting without", zap.String("client", s.name))
+			select {
+			case <-s.done: // closed while another step was waited for
+			default:
+				b.logger.Error("closing timed out; exiting without", zap.String("client", s.name))
+			}
 		}
 	}
 }
@@ -332,6 +348,9 @@ type server struct {
 	name string
 	ln   net.Listener
 	srv  *http.Server
+	// endRequests cancels the contexts of the requests in flight (the
+	// server's BaseContext), at the shutdown.
+	endRequests context.CancelFunc
 }
 
 // HTTPAddr returns the address the public HTTP server (metrics, probes)
@@ -417,6 +436,18 @@ func (b *Bridge) newConsole(token string) *console.Console {
 		Units: b.manager, Partitions: b.committer, Readiness: b.readiness, HubStates: b.hubs,
 		Pool: b.controlPool, Replay: &rcfg, ReplayPool: b.replayPool, Token: token, Logger: b.logger,
 	})
+}
+
+// eventLetters returns the families whose bundles' Raw is not their
+// event's data, for the workers' dead letters (dispatcher.EventLetters).
+func eventLetters(families []transport.Family) []dispatcher.EventLetters {
+	var out []dispatcher.EventLetters
+	for _, f := range families {
+		if e, ok := f.(dispatcher.EventLetters); ok {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // ownerID returns an id for this process among the bridges sharing a

@@ -13,10 +13,17 @@ import (
 
 // closeGrace is what the shutdown may take beyond Config.ShutdownTimeout:
 // waiting for aborted transactions to roll back, shutting the HTTP servers
-// down, leaving the consumer group and closing the pools. Every step after
-// the timeout shares it, so Run returns within ShutdownTimeout +
-// closeGrace whatever Kafka and the database do.
+// down, leaving the consumer group and closing the pools, so that Run
+// returns within ShutdownTimeout + closeGrace whatever Kafka and the
+// database do. Its last closeClientsGrace is the clients' own: however
+// long the components took to stop, each client is given at least that
+// long to close (the consumer to leave its group), never a deadline
+// already past.
 const closeGrace = 2 * time.Second
+
+// closeClientsGrace is the part of closeGrace kept for closing the
+// clients (closeClients).
+const closeClientsGrace = time.Second
 
 // component is one running part of the bridge with a context of its own,
 // so that the shutdown can stop the parts one at a time, in order.
@@ -75,8 +82,12 @@ func (c *component) stop(deadline context.Context) bool {
 //  4. the committer's loop stops, then the final commit stores each
 //     partition's position, which is behind every bundle not written and
 //     every reject whose dead letter was not stored;
-//  5. the HTTP servers, the Kafka consumer (leaving the group) and the
-//     pools close, on every path, each within what is left of closeGrace.
+//  5. the HTTP servers (the requests in flight cancelled: a console
+//     replay ends and gives its connection back), the Kafka consumer
+//     (leaving the group) and the pools close, on every path, each within
+//     what is left of closeGrace, the clients at least closeClientsGrace
+//     each; a client that does not close in time is left behind with a
+//     log line.
 //
 // Run returns within the timeout plus closeGrace even when a component or
 // a client does not stop (the database hangs, Kafka is gone): what is left
@@ -128,6 +139,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 	defer cancel()
 	grace, gcancel := context.WithDeadline(context.Background(), deadlineOf(sctx).Add(closeGrace))
 	defer gcancel()
+	// What the components may take past the timeout: the rest of the
+	// grace is the clients'.
+	wait, wcancel := context.WithDeadline(context.Background(), deadlineOf(grace).Add(-closeClientsGrace))
+	defer wcancel()
 	late := func(step string) {
 		b.logger.Error("shutdown timed out; offsets of unfinished work stay uncommitted and will be replayed",
 			zap.String("step", step), zap.Duration("timeout", b.cfg.ShutdownTimeout))
@@ -140,7 +155,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		b.dispatcher.Abort()
 		// Aborted transactions roll back at once; wait for their reports
 		// so that the final commit sees the bundles back in their units.
-		workers.stop(grace)
+		workers.stop(wait)
 	}
 	if letters.stop(sctx) { // 3
 		if err := b.rejects.Flush(sctx); err != nil {
@@ -166,7 +181,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 		late("stop the committer")
 	}
 	for i, c := range servers { // 5
-		hctx, hcancel := context.WithTimeout(grace, time.Second)
+		// The requests in flight end now: a console replay would hold
+		// its connection for minutes, and the process is going away.
+		b.servers[i].endRequests()
+		hctx, hcancel := context.WithTimeout(wait, time.Second)
 		_ = b.servers[i].srv.Shutdown(hctx)
 		hcancel()
 		c.cancel()
@@ -174,12 +192,14 @@ func (b *Bridge) Run(ctx context.Context) error {
 	if consoleRun != nil {
 		consoleRun.cancel() // allDone waits for its pass in progress
 	}
-	// The clients are closed once nothing uses them, or once the grace is
-	// up: a pool's Close waits for its connections to come back, and the
-	// consumer's for the reader's poll loop.
+	// The clients are closed once nothing uses them, or once the
+	// components' part of the grace is up: a pool's Close waits for its
+	// connections to come back, and the consumer's for the reader's poll
+	// loop. They then have the rest of the grace, closeClientsGrace at
+	// least, each on its own.
 	select {
 	case <-allDone:
-	case <-grace.Done():
+	case <-wait.Done():
 		var running []string
 		for _, c := range append([]*component{reader, workers, letters, commits, hubs, memory}, servers...) {
 			select {

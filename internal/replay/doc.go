@@ -3,8 +3,12 @@
 // version fence and handlers as the bridge's, so that a replay can never
 // take the database backwards. The event comes from Kafka, at the letter's
 // origin, while the topic still holds it (the exact bytes, whatever their
-// size); else from the copy stored with a read-side letter, when that copy
-// is whole.
+// size); else from the copy stored with the letter, when that copy is
+// whole: the message of a read-side letter, the event of a worker's (of
+// every family: the status families rebuild theirs, see
+// dispatcher.EventLetters). A global-hub event is numbered knowing the
+// agent's runs of its hub alone (stb.bundle_versions' rows of that hub),
+// loaded for each letter: a replay never loads the whole table.
 //
 // Replay depends on what the bridge is made of, never on the bridge: the
 // bundle types, decoders and profiles of dbsyncers, the reader's decoding

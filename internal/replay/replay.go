@@ -119,17 +119,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 		pageSize = DefaultPageSize
 	}
 	limit := cfg.Filter.Limit
-	var gh *transport.GlobalHub
-	if set.Has(profiles.GlobalHub) {
-		gh = transport.NewGlobalHub()
-		versions, err := db.LoadVersions(ctx, pool)
-		if err != nil {
-			return prog, err
-		}
-		for _, v := range versions {
-			gh.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
-		}
-	}
+	globalHub := set.Has(profiles.GlobalHub)
 	var fetch *fetcher
 	defer func() {
 		if fetch != nil {
@@ -157,7 +147,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 			}
 		}
 		for _, row := range rows {
-			res, err := replayOne(ctx, pool, reg, gh, families, rules, fetch, row, cfg.DryRun)
+			res, err := replayOne(ctx, pool, reg, globalHub, families, rules, fetch, row, cfg.DryRun)
 			if err != nil {
 				return prog, fmt.Errorf("dead letter %d: %w", row.ID, err)
 			}
@@ -184,8 +174,10 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 }
 
 // replayOne replays one letter. Its error is for failures that are not
-// the letter's: the letter's own outcome is in the Result.
-func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry, gh *transport.GlobalHub,
+// the letter's: the letter's own outcome is in the Result. With the
+// global-hub profile (globalHub) the event is decoded knowing the agent's
+// runs of the letter's hub, and only those (hubRuns).
+func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry, globalHub bool,
 	families []transport.Family, rules transport.Rules, fetch *fetcher, row deadletter.Row, dryRun bool) (Result, error) {
 	res := Result{Row: row}
 	msg, from, err := event(fetch, row)
@@ -198,9 +190,21 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
 		return res, nil
 	}
 	res.From = from
-	var b *bundle.Bundle
-	var rej *transport.Reject
-	b, rej = transport.DecodeProfiles(msg, rules, gh, families, time.Now())
+	var gh *transport.GlobalHub
+	if globalHub && mayBeGlobalHub(msg) {
+		if gh, err = hubRuns(ctx, pool, row.Hub); err != nil {
+			return res, err
+		}
+	}
+	b, rej := transport.DecodeProfiles(msg, rules, gh, families, time.Now())
+	if rej == nil && gh != nil && b.Hub != row.Hub && strings.HasPrefix(b.Type, bundle.GlobalHubPrefix) {
+		// The letter does not name the event's hub (rejected before its
+		// source was read): decoded again, knowing that hub's runs.
+		if gh, err = hubRuns(ctx, pool, b.Hub); err != nil {
+			return res, err
+		}
+		b, rej = transport.DecodeProfiles(msg, rules, gh, families, time.Now())
+	}
 	if rej != nil {
 		res.Outcome, res.Reason, res.Err = deadletter.ReplayFailed, rej.Reason, rej.Err
 		return res, nil
@@ -239,6 +243,41 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
 		return res, fmt.Errorf("commit: %w", err)
 	}
 	return res, nil
+}
+
+// mayBeGlobalHub reports whether msg may be a global-hub event: its
+// binary-mode type says so, or it has none (structured mode, which only
+// parsing tells). Only those are numbered by the agent's runs.
+func mayBeGlobalHub(msg *kafka.Message) bool {
+	for _, h := range msg.Headers {
+		if h.Key == "ce_type" {
+			return strings.HasPrefix(strings.TrimSpace(string(h.Value)), transport.GlobalHubEventTypePrefix)
+		}
+	}
+	return true
+}
+
+// hubRuns returns the global-hub profile's state knowing what
+// stb.bundle_versions holds of one hub (db.LoadHubVersions): a global-hub
+// event is numbered by the agent's runs of its hub and type (and of the
+// type's base, of the same hub), never by another hub's. A replay loads
+// those for each letter, where it loaded the whole table, every hub's,
+// for every replay (millions of rows at 200,000 hubs, in the running
+// bridge's heap when the console asks, for one letter). What an earlier
+// letter of the run wrote is in the table by then; a dry run's is not.
+func hubRuns(ctx context.Context, q db.Querier, hub string) (*transport.GlobalHub, error) {
+	gh := transport.NewGlobalHub()
+	if hub == "" {
+		return gh, nil
+	}
+	versions, err := db.LoadHubVersions(ctx, q, hub)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versions {
+		gh.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
+	}
+	return gh, nil
 }
 
 func dependsOn(reg *dbsyncers.Registry, typ string) string {
@@ -288,9 +327,12 @@ func event(fetch *fetcher, row deadletter.Row) (*kafka.Message, deadletter.Repla
 	return nil, "", nil
 }
 
-// stored rebuilds a read-side letter's message from its stored headers,
-// key and data. Letters written after decoding hold the payload, not the
-// event, and a copy cut at MaxDataBytes is not the event either.
+// stored rebuilds a letter's message from its stored headers, key and
+// data: a read-side letter's, and a worker's, which holds the event its
+// bundle was read from (the headers as read and the data; a status
+// family's rebuilt, dispatcher.EventLetters). A letter of a bundle built
+// from others (merged deltas) holds their payload, not an event, and a
+// copy cut at MaxDataBytes is not the event either.
 func stored(row deadletter.Row) *kafka.Message {
 	if _, raw := row.Headers["ce_specversion"]; !raw && !strings.HasPrefix(row.Headers["content-type"], "application/cloudevents") {
 		return nil

@@ -1,0 +1,33 @@
+package bridge
+
+import (
+	"testing"
+
+	"github.com/stbridge/stb/dbsyncers/cne"
+	"github.com/stbridge/stb/dbsyncers/work"
+	"github.com/stbridge/stb/internal/profiles"
+)
+
+// The families whose bundles' Raw is not their event's data (work, cne)
+// rebuild their events for the workers' dead letters, so that a letter is
+// replayable from its stored copy (internal/replay
+// TestWriteTimeLettersReplayFromTheStoredCopy); the dispatcher gets them
+// all.
+func TestEveryFamilyRebuildsItsEventsForTheDeadLetters(t *testing.T) {
+	set, err := profiles.Parse(profiles.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := set.Families()
+	events := eventLetters(families)
+	if len(events) != len(families) || len(events) != 2 {
+		t.Fatalf("%d of the %d families rebuild their events, want work's and cne's", len(events), len(families))
+	}
+	for _, e := range events {
+		switch e.(type) {
+		case work.Family, cne.Family:
+		default:
+			t.Errorf("unexpected family %T", e)
+		}
+	}
+}
