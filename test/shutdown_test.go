@@ -2,6 +2,9 @@ package test
 
 import (
 	"context"
+	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,7 +43,23 @@ func TestSIGTERMWhileBlockedInDatabase(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // let the committer store a position behind the blocked jobs
+	// Let the committer store a position behind the blocked jobs: wait
+	// until, for every partition, status.transport holds the position the
+	// committer would store next (stb_committer_committed_offset equal to
+	// stb_committer_position_offset). The position is the lowest offset
+	// not yet done, and the blocked jobs cannot be done while the lock is
+	// held, so what is stored then is at or behind them; without it the
+	// checks below would have no stored offset to look at.
+	e.waitFor("the committer to store the position of every partition", time.Minute, func() bool {
+		s, err := b.scrape()
+		if err != nil {
+			return false
+		}
+		committed := committerOffsets(s, "stb_committer_committed_offset")
+		position := committerOffsets(s, "stb_committer_position_offset")
+		return len(position) == 2 && equalOffsets(committed, position) && equalOffsets(e.offsets(), position)
+	})
+	t.Logf("stored offsets %v with writes blocked", e.offsets())
 
 	b.sigtermWithin(shutdownTimeout, margin, "")
 	if b.err != nil {
@@ -81,8 +100,20 @@ func TestSIGTERMWithTheBrokerGone(t *testing.T) {
 	const shutdownTimeout, margin = 2 * time.Second, 6 * time.Second // margin: the 2 s close grace and the exit
 	b := e.startBridge("--shutdown-timeout", shutdownTimeout.String())
 	e.waitVerified(exp, time.Minute)
+	s, err := b.scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errorsBefore, _ := s.sum("stb_transport_kafka_errors_total")
 	e.broker.Close()
-	time.Sleep(time.Second) // the consumer notices its broker is gone
+	// The consumer notices its broker is gone: librdkafka reports the lost
+	// connection (and then that all brokers are down) as errors, which the
+	// reader counts.
+	e.waitFor("the reader to count a Kafka error after the broker closed", time.Minute, func() bool {
+		s, err := b.scrape()
+		n, _ := s.sum("stb_transport_kafka_errors_total")
+		return err == nil && n > errorsBefore
+	})
 
 	b.sigtermWithin(shutdownTimeout, margin, "the broker gone")
 }
@@ -106,3 +137,28 @@ func (b *bridge) sigtermWithin(shutdownTimeout, margin time.Duration, when strin
 	}
 	b.t.Logf("exited %v after SIGTERM (--shutdown-timeout %v%s): %v", time.Since(start).Round(time.Millisecond), shutdownTimeout, when, b.err)
 }
+
+// committerOffsets returns the series of one of the committer's
+// per-partition gauges (stb_committer_committed_offset,
+// stb_committer_position_offset) by partition.
+func committerOffsets(s metricSamples, name string) map[int32]int64 {
+	out := map[int32]int64{}
+	for series, v := range s {
+		n, labels, ok := strings.Cut(series, "{")
+		if !ok || n != name {
+			continue
+		}
+		m := partitionLabelRE.FindStringSubmatch(labels)
+		if m == nil {
+			continue
+		}
+		p, err := strconv.ParseInt(m[1], 10, 32)
+		if err != nil {
+			continue
+		}
+		out[int32(p)] = int64(v)
+	}
+	return out
+}
+
+var partitionLabelRE = regexp.MustCompile(`(?:^|,)partition="([0-9]+)"`)

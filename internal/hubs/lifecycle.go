@@ -66,7 +66,15 @@ func (c Config) Validate() error {
 // is deleted or reset: the conflation units and the global-hub profile's
 // runs.
 type Memory interface {
-	// ForgetHub drops everything held of the hub.
+	// ForgetHub drops what the conflation units hold of the hub: its
+	// unit's unwritten bundles (a write in flight finishes, and its
+	// bundles are released when reported) and the versions known of it,
+	// evicted or not (conflation.Manager.ForgetHub). It does not drop
+	// the global-hub profile's runs of the hub, which Restore only moves
+	// forward, nor what the reader has not handed to a unit yet (a
+	// message being decoded, a chunked event being assembled): a bundle
+	// of the hub inserted afterwards starts a new unit that knows only
+	// the versions Restore records.
 	ForgetHub(hub string)
 	// Restore records versions stored in the database as processed;
 	// it only moves versions forward.
