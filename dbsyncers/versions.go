@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -143,8 +145,21 @@ func fenceArgs(last *bundle.Bundle, frames []int64, equal bool) []any {
 		strconv.FormatUint(last.Version.Incarnation, 10),
 		strconv.FormatUint(last.Version.Generation, 10),
 		last.Origin.Topic, last.Origin.Partition, last.Origin.Offset,
-		equal, last.RunID, frames,
+		equal, storableRunID(last.RunID), frames,
 	}
+}
+
+// storableRunID is a run id as run_ids (a text[]) can hold it: the id
+// itself when it is valid UTF-8 without a NUL byte, else its Go-quoted
+// ASCII form. The global-hub profile keeps ids in this form already
+// (transport.StorableRunID, the same function, which makes it the
+// identity here); this keeps one id read some other way from failing
+// every bundle of its run at the fence (SQLSTATE 22021, issue 34 item 9).
+func storableRunID(id string) string {
+	if utf8.ValidString(id) && strings.IndexByte(id, 0) < 0 {
+		return id
+	}
+	return strconv.QuoteToASCII(id)
 }
 
 // ErrStale is returned by Write when a group sent in a pipelined batch

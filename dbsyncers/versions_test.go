@@ -2,6 +2,7 @@ package dbsyncers
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -359,5 +360,47 @@ func TestApplyKeepsStartFrames(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got[0].StartFrames, want) {
 		t.Errorf("start frames %v, want %v", got[0].StartFrames, want)
+	}
+}
+
+// TestFenceRunIDNotText: a run id PostgreSQL text cannot hold (a NUL byte,
+// invalid UTF-8) is stored quoted, by Apply and by the pipelined Write,
+// instead of failing the fence and with it every bundle of its run with
+// SQLSTATE 22021 (issue 34, item 9); a storable id is stored as it came.
+func TestFenceRunIDNotText(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.New(t)
+	for i, tc := range []struct{ id, want string }{
+		{"run\x00start", `"run\x00start"`},
+		{"\xff\xfe", `"\xff\xfe"`},
+		{"0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"},
+		{"ü", "ü"},
+	} {
+		for _, pipelined := range []bool{false, true} {
+			hub := fmt.Sprintf("hub-run-id-%d-%v", i, pipelined)
+			b := newBundle(hub, "heartbeat", bundle.Version{Incarnation: 1, Generation: 1}, &HeartbeatPayload{})
+			b.RunID = tc.id
+			var applied bool
+			var err error
+			if pipelined {
+				var a []bool
+				if a, err = Default().Write(t.Context(), pool, [][]*bundle.Bundle{{b}}); err == nil {
+					applied = a[0]
+				}
+			} else {
+				applied, err = apply(t, pool, b)
+			}
+			if err != nil || !applied {
+				t.Errorf("run id %q (pipelined %v): applied %v, %v", tc.id, pipelined, applied, err)
+				continue
+			}
+			var got []string
+			if err := pool.QueryRow(t.Context(), `SELECT run_ids FROM stb.bundle_versions WHERE hub = $1`, hub).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, []string{tc.want}) {
+				t.Errorf("run id %q (pipelined %v): run_ids %q, want [%q]", tc.id, pipelined, got, tc.want)
+			}
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
 )
 
 // Applier writes jobs' bundles (a group per job) in one transaction of
@@ -195,6 +196,10 @@ type Dispatcher struct {
 	busy    atomic.Int64
 	lastErr atomic.Pointer[failure]
 	retries *retryLog
+	// undecodable sums up the warnings of bundles whose data does not
+	// decode, as retries sums up failed writes: one error line with a
+	// stack each was 3,586 lines in a flood (issue 34, item 11).
+	undecodable *transport.LogSummary
 
 	// timers are the pending retry timers (wakeAfter). timersWG counts
 	// the callbacks that may still run: one per timer, done when the
@@ -228,7 +233,8 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 		logger = zap.NewNop()
 	}
 	d := &Dispatcher{cfg: cfg, pool: deps.Pool, mgr: deps.Manager, applier: deps.Applier, dead: deps.DeadLetters,
-		events: deps.Events, logger: logger, timers: map[*time.Timer]struct{}{}, retries: newRetryLog(cfg.RetryLogInterval)}
+		events: deps.Events, logger: logger, timers: map[*time.Timer]struct{}{}, retries: newRetryLog(cfg.RetryLogInterval),
+		undecodable: transport.NewLogSummary("bundle data does not decode, dead-lettering it", cfg.RetryLogInterval)}
 	d.wake = d.mgr.Wake
 	metrics, err := newMetrics(deps.Registerer, d)
 	if err != nil {
@@ -262,6 +268,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			case now := <-t.C:
 				d.mgr.WakeAll()
 				d.retries.flush(now, d.logger)
+				d.undecodable.Flush(now, d.logger)
 			}
 		}
 	}()
@@ -275,6 +282,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	wg.Wait()
 	d.stopTimers()
 	d.retries.flush(time.Now().Add(d.cfg.RetryLogInterval), d.logger)
+	d.undecodable.Flush(time.Now().Add(d.cfg.RetryLogInterval), d.logger)
 	return nil
 }
 
@@ -527,7 +535,7 @@ func (d *Dispatcher) deadLetterUndecodable(ctx context.Context, job *conflation.
 	letters := make([]deadletter.Letter, 0, len(bad))
 	for _, u := range bad {
 		reason := Reason(u.err)
-		d.logger.Error("bundle data does not decode, dead-lettering it",
+		d.undecodable.Log(time.Now(), d.logger, u.b.Type+" "+string(reason),
 			zap.String("hub", u.b.Hub), zap.String("type", u.b.Type),
 			zap.Stringer("version", u.b.Version), zap.String("reason", string(reason)), zap.Error(u.err))
 		letters = append(letters, d.letters([]*bundle.Bundle{u.b}, reason, u.err)...)

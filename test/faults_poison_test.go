@@ -218,7 +218,8 @@ func poisonCorpus() []poisonCase {
 		// Data that does not decode into the type's payload: dead-lettered
 		// when a worker takes it, at its offset. Read, it is a bundle like
 		// any other, held until written.
-		c("truncated JSON", "bad_payload", badData("managedclusters", `{"objects":[{"metadata":{"name":"c`)),
+		// Not JSON at all: found by a scan when read (issue 34, item 10).
+		c("truncated JSON", "bad_payload", typed("managedclusters", `{"objects":[{"metadata":{"name":"c`)),
 		c("objects is an object", "bad_payload", badData("managedclusters", `{"objects":{}}`)),
 		c("objects is a string", "bad_payload", badData("heartbeat", `{"objects":"none"}`)),
 		c("managed cluster without metadata.name", "bad_payload",
@@ -231,7 +232,7 @@ func poisonCorpus() []poisonCase {
 		c("JSON array", "bad_payload", badData("heartbeat", `[]`)),
 		c("no data", "bad_payload", badData("managedclusters", ``)),
 		c("binary garbage as data", "bad_payload", func(id string) *kgo.Record {
-			return ceRecord(id, "hub-x-"+id, "managedclusters", v, garbage)
+			return ceRecord(id, hub, "managedclusters", v, garbage) // not JSON: rejected when read
 		}),
 		c("event time not a time", "bad_payload", badData("policyevents",
 			`{"objects":[{"policyId":"p","clusterName":"c","eventName":"e","reason":"r","message":"m","time":"noon"}]}`)),

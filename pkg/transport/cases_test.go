@@ -34,9 +34,10 @@ func validEnvelope(topic, hub string) transport.Envelope {
 
 // decodeCase is one message the reader may meet. reason is "" for a
 // message that must become a bundle. badData marks a bundle whose data
-// does not decode: the reader takes it raw, as it decodes no payload, and
-// it is dead-lettered bad_payload when a worker takes it (dispatcher,
-// test/faults_poison_test.go), unless a newer one replaced it first.
+// is JSON but does not decode: the reader takes it raw, as it decodes no
+// payload, and it is dead-lettered bad_payload when a worker takes it
+// (dispatcher, test/faults_poison_test.go), unless a newer one replaced it
+// first. Data that is not JSON at all is a reject (checkSyntax).
 type decodeCase struct {
 	name    string
 	reason  deadletter.Reason
@@ -147,7 +148,11 @@ func decodeCases() []decodeCase {
 			setHeader(m, "ce_source", string(m.Key))
 		})},
 
-		{name: "payload not json", build: fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") }), badData: true},
+		// Not JSON at all: found by a scan when read, so that it is
+		// dead-lettered even when a newer bundle would replace it before
+		// a worker decoded it (issue 34, item 10).
+		{name: "payload not json", reason: deadletter.BadPayload, build: fromEnvelope(func(e *transport.Envelope) { e.Data = []byte("{not json") })},
+		{name: "payload truncated", reason: deadletter.BadPayload, build: fromEnvelope(func(e *transport.Envelope) { e.Data = []byte(`{"objects":[{"metadata":`) })},
 		{name: "payload of the wrong shape", build: fromEnvelope(func(e *transport.Envelope) { e.Data = []byte(`{"objects":{}}`) }), badData: true},
 		{name: "no data", build: fromEnvelope(func(e *transport.Envelope) { e.Data = nil }), badData: true},
 	}

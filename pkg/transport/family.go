@@ -49,8 +49,8 @@ type Family interface {
 
 // ErrSkip is returned by Family.Bundle for an event of the family that is
 // valid but not a status to store (a spec event, a resync request, a
-// heartbeat): the reader counts it in stb_transport_skipped_total and
-// marks it done, never a dead letter.
+// heartbeat): the reader counts it in stb_transport_skipped_total, under
+// the family's name, and marks it done, never a dead letter.
 var ErrSkip = errors.New("not stored")
 
 // Event is one CloudEvent as a Family sees it: the event as the binding
@@ -120,8 +120,11 @@ func decodeFamily(f Family, msg *kafka.Message, ev *event.Event, rules Rules, re
 	b, err := f.Bundle(&Event{Event: *ev, Key: msg.Key, Origin: origin, Timestamp: msg.Timestamp})
 	if err != nil {
 		if errors.Is(err, ErrSkip) {
+			// Its Type is the family's name, what it is counted under
+			// (stb_transport_skipped_total): the event's type is the
+			// sender's to choose, and a label must not be.
 			r := newReject(msg, origin, "", err)
-			r.Hub, r.Type, r.Skipped = ev.Source(), ev.Type(), true
+			r.Hub, r.Type, r.Skipped = ev.Source(), f.Name(), true
 			return nil, r
 		}
 		r := newReject(msg, origin, payloadReason(err), fmt.Errorf("%s: %w", f.Name(), err))

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -234,9 +236,16 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		eventTime = msg.Timestamp
 	}
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
-	m := g.version(hub, short, t, agentV, agentDep, ev.eventID(), origin)
+	m := g.version(hub, short, t, agentV, agentDep, StorableRunID(ev.eventID()), origin)
 	b.Version, b.Dependency, b.RunID, b.StartFrame = m.v, m.dep, m.runID, int64(m.startFrame)
 	b.HasDependency = t.dependsOn != ""
+	if !t.screened { // a screened type's data is decoded below
+		// After the version is mapped: the event may start a run, whose
+		// next events must be of it even if this one is lettered.
+		if err := checkSyntax(data); err != nil {
+			return reject(deadletter.BadPayload, err)
+		}
+	}
 	if short == "managedclustermigration" {
 		if data, err = withMigrationAttrs(data, ev.migrationID, ev.migrationStage); err != nil {
 			return reject(deadletter.BadPayload, err)
@@ -260,6 +269,24 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	}
 	b.Payload = payload // decoded: the worker does not decode it again
 	return b, nil
+}
+
+// StorableRunID is the form in which the profile keeps an event's id, in
+// memory and in stb.bundle_versions.run_ids (a text[]): the id as it came
+// when PostgreSQL text can hold it, else, for an id with invalid UTF-8 or a
+// NUL byte, its Go-quoted ASCII form (strconv.QuoteToASCII), which it can.
+// Every bundle of a run carries its first event's id to the fence, so one
+// such id made the whole run fail there, SQLSTATE 22021, and nothing of the
+// hub's type was written until the agent restarted (issue 34, item 9);
+// refusing the event instead would file the run's next events under the
+// run before, as stale. The id is only compared with others (a copy has
+// the id it had), so any fixed, idempotent form does; the fence applies
+// the same one (dbsyncers.storableRunID) to ids from elsewhere.
+func StorableRunID(id string) string {
+	if utf8.ValidString(id) && strings.IndexByte(id, 0) < 0 {
+		return id
+	}
+	return strconv.QuoteToASCII(id)
 }
 
 // withMigrationAttrs adds the migration id and stage extensions to a

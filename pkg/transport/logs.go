@@ -1,6 +1,10 @@
 package transport
 
 import (
+	"slices"
+	"sync"
+	"time"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -30,4 +34,87 @@ func syslogLevel(l int) zapcore.Level {
 		return zapcore.InfoLevel
 	}
 	return zapcore.DebugLevel
+}
+
+// LogSummary sums up a warning that may come once per message, as the
+// dispatcher's retry log sums up failed writes: one line per undecodable
+// bundle, at error level with a stack, was 3,586 lines in a flood of
+// malformed payloads (issue 34, item 11), and buried what mattered. The
+// first occurrence after a quiet interval is logged at once, with its
+// fields; the others are counted by key (such as "type reason") and
+// summed up in one line per interval, with the counts and the last one's
+// fields, by the next Log after the interval ends or by Flush, which the
+// owner calls on a ticker and once when it stops. An interval without any
+// makes it quiet again, so that the next is logged at once. Lines are
+// warnings: the message is a sender's, and a stack says nothing of it.
+// Safe for concurrent use; it logs outside its lock.
+type LogSummary struct {
+	msg      string
+	interval time.Duration
+
+	mu     sync.Mutex
+	since  time.Time // start of the interval being counted; zero when quiet
+	counts map[string]int
+	last   []zap.Field
+}
+
+// NewLogSummary returns a summary of the warning msg, summed up every
+// interval.
+func NewLogSummary(msg string, interval time.Duration) *LogSummary {
+	return &LogSummary{msg: msg, interval: interval, counts: map[string]int{}}
+}
+
+// Log records one occurrence at now, counted under key: logged at once
+// with fields when the summary is quiet, else counted; an interval that
+// has ended is summed up first.
+func (s *LogSummary) Log(now time.Time, logger *zap.Logger, key string, fields ...zap.Field) {
+	s.mu.Lock()
+	first := s.since.IsZero()
+	if first {
+		s.since = now
+	} else {
+		s.counts[key]++
+		s.last = fields
+	}
+	s.mu.Unlock()
+	if first {
+		logger.Warn(s.msg, append(fields, zap.Duration("summedUpEvery", s.interval))...)
+		return
+	}
+	s.Flush(now, logger)
+}
+
+// Flush logs what was counted since the interval began, if it has ended
+// by now, and starts the next one.
+func (s *LogSummary) Flush(now time.Time, logger *zap.Logger) {
+	s.mu.Lock()
+	if s.since.IsZero() || now.Sub(s.since) < s.interval {
+		s.mu.Unlock()
+		return
+	}
+	counts, last, since := s.counts, s.last, s.since
+	if len(counts) == 0 {
+		s.since = time.Time{}
+	} else {
+		s.since = now
+		s.counts, s.last = map[string]int{}, nil
+	}
+	s.mu.Unlock()
+	if len(counts) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(counts))
+	total := 0
+	for k, n := range counts {
+		keys = append(keys, k)
+		total += n
+	}
+	slices.Sort(keys)
+	fields := make([]zap.Field, 0, len(keys)+3)
+	fields = append(fields, zap.Int("count", total), zap.Duration("over", now.Sub(since).Round(time.Second)))
+	for _, k := range keys {
+		fields = append(fields, zap.Int(k, counts[k]))
+	}
+	fields = append(fields, zap.Dict("last", last...))
+	logger.Warn(s.msg+" (summed up)", fields...)
 }

@@ -3,8 +3,10 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -19,7 +21,7 @@ const (
 type metrics struct {
 	messages    *prometheus.CounterVec
 	rejected    *prometheus.CounterVec
-	skipped     *prometheus.CounterVec
+	skipped     *skippedCounters
 	assignments *prometheus.CounterVec
 	assigned    prometheus.Gauge
 	kafkaErrors *prometheus.CounterVec
@@ -42,10 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "stb_transport_rejected_total",
 			Help: "Messages rejected on read, by reason; each becomes a dead letter.",
 		}, []string{"reason"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		skipped: newSkippedCounters(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_skipped_total",
-			Help: "Valid messages of a type a sender is known to send that the bridge does not store, by type; not dead letters.",
-		}, []string{"type"}),
+			Help: "Valid messages of a type a sender is known to send that the bridge does not store; not dead letters. By type: the global-hub profile's bundle type (globalhub.event.clustergroupupgrade, globalhub.managedhub.info), or the name of the family that skipped it (work: a family's types are the sender's to choose).",
+		}, []string{"type"})),
 		assignments: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stb_transport_assignments_total",
 			Help: "Partitions assigned, by where reading started (stored, reset or group).",
@@ -91,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.skipped, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange, m.handoffs} {
+	for _, c := range []prometheus.Collector{m.messages, m.rejected, m.skipped.vec, m.assignments, m.assigned, m.kafkaErrors, m.pauses, m.resumes, m.paused, m.outOfRange, m.handoffs} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -114,4 +116,75 @@ func (m *metrics) forTopic(topic string) *topicCounters {
 		accepted: m.messages.WithLabelValues(topic, "accepted"),
 		rejected: m.messages.WithLabelValues(topic, "rejected"),
 	}
+}
+
+// skippedCounters are stb_transport_skipped_total's counters. No label
+// value may come from the wire, where a sender picks it: the series were
+// labelled with the event's type, and the work family skips every
+// …manifestbundles.spec.* type, so any sender could make one series per
+// type it made up, in every replica, for as long as Prometheus keeps them
+// (issue 34, item 3). A skipped reject's Type is the profile's own word
+// for it (decodeFamily: the family's name; GlobalHub: one of its fixed
+// bundle types), and this holds the label set to that: the global-hub
+// profile's skipped types, and at most maxSkipLabels others (the families'
+// names, a handful), anything past them counted as "other". Safe for
+// concurrent use.
+type skippedCounters struct {
+	vec *prometheus.CounterVec
+
+	mu     sync.Mutex
+	byType map[string]prometheus.Counter
+	others int
+}
+
+// maxSkipLabels bounds the labels of skipped messages besides the
+// global-hub profile's: the names of the families read.
+const maxSkipLabels = 16
+
+// skipOther is the label of what no profile named.
+const skipOther = "other"
+
+// ghSkipLabels are the labels of the global-hub profile's skipped
+// messages: the types it does not store and the types it screens (a hub
+// info it ignores).
+var ghSkipLabels = func() map[string]bool {
+	out := map[string]bool{}
+	for short := range ghSkipped {
+		out[bundle.GlobalHubPrefix+short] = true
+	}
+	for short, t := range ghTypes {
+		if t.screened {
+			out[bundle.GlobalHubPrefix+short] = true
+		}
+	}
+	return out
+}()
+
+func newSkippedCounters(vec *prometheus.CounterVec) *skippedCounters {
+	return &skippedCounters{vec: vec, byType: map[string]prometheus.Counter{}}
+}
+
+// WithLabelValues returns the counter of a skipped message whose reject
+// has the type label: its own series when the label is one of the
+// global-hub profile's, or one of the first maxSkipLabels others, else
+// the series "other".
+func (s *skippedCounters) WithLabelValues(label string) prometheus.Counter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.byType[label]; ok {
+		return c
+	}
+	if !ghSkipLabels[label] {
+		if s.others >= maxSkipLabels {
+			label = skipOther
+			if c, ok := s.byType[label]; ok {
+				return c
+			}
+		} else {
+			s.others++
+		}
+	}
+	c := s.vec.WithLabelValues(label)
+	s.byType[label] = c
+	return c
 }

@@ -1,0 +1,4 @@
+package transport
+
+// CheckSyntax is checkSyntax, for BenchmarkSyntaxCheck.
+var CheckSyntax = checkSyntax
