@@ -29,6 +29,7 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.Var((*intByteSize)(&c.Reader.MaxBundleBytes), "max-bundle-bytes", "largest event data accepted (at least 64KiB always is)")
 	fs.Var((*intByteSize)(&c.Conflation.MaxDeltaBytes), "max-delta-bytes", "waiting deltas of a hub above this size are merged into one")
 	fs.Var((*byteSize)(&c.Reader.MaxBufferedBytes), "max-buffered-bytes", "memory held by buffered bundles (data, the message's key and headers, the bundle itself) above which reading pauses (resumes below 80%); 0 never pauses")
+	fs.DurationVar(&c.Reader.ChunkTimeout, "chunk-timeout", c.Reader.ChunkTimeout, "a global-hub event sent in chunks that is not whole this long after its first chunk is dead-lettered (chunk_timeout) and its partition's position moves past it; 0 means the default")
 	fs.DurationVar(&c.Conflation.DependencyTimeout, "dependency-timeout", c.Conflation.DependencyTimeout, "a bundle waiting longer than this for its dependency is dead-lettered; 0 waits forever")
 	fs.DurationVar(&c.Conflation.IdleTimeout, "unit-idle-timeout", c.Conflation.IdleTimeout, "a hub's conflation unit idle this long with nothing held or in flight leaves memory (its versions stay); 0 keeps units")
 	fs.DurationVar(&c.Hubs.InactiveAfter, "hub-inactive-after", c.Hubs.InactiveAfter, "a hub with no heartbeat received for this long is marked inactive in stb.hubs; 0 never")

@@ -29,6 +29,12 @@ const (
 	// the message is kept here, to replay once the bridge is fixed,
 	// instead of stopping the bridge at every restart.
 	DecodePanic Reason = "decode_panic"
+	// ChunkTimeout: a global-hub event sent in chunks was not whole
+	// within --chunk-timeout of its first chunk (or was given up, the
+	// oldest first, while the chunks held exceeded three quarters of
+	// --max-buffered-bytes); the letter holds its first chunk, and its
+	// partition's committed position moves past the event.
+	ChunkTimeout Reason = "chunk_timeout"
 )
 
 // Write side: the bundle could not be written, and never will be.
@@ -60,7 +66,7 @@ const (
 
 // ReadReasons are the reasons a message is rejected for on read, for
 // metrics that exist from the start.
-var ReadReasons = []Reason{NotCloudEvent, MissingAttribute, UnknownType, MalformedVersion, TooLarge, SourceMismatch, InvalidHub, BadPayload, DecodePanic}
+var ReadReasons = []Reason{NotCloudEvent, MissingAttribute, UnknownType, MalformedVersion, TooLarge, SourceMismatch, InvalidHub, BadPayload, DecodePanic, ChunkTimeout}
 
 // Reasoned is implemented by errors that carry their dead-letter reason;
 // the dispatcher recognises a permanent failure by it.

@@ -29,6 +29,12 @@ const (
 	DefaultAssignTimeout = 10 * time.Second
 	// DefaultRevokeTimeout bounds the final commit of revoked partitions.
 	DefaultRevokeTimeout = 10 * time.Second
+	// DefaultChunkTimeout bounds how long the chunks of a global-hub event
+	// are held for the rest of it. The agent sends an event's chunks one
+	// right after the other, so a whole event takes well under a second;
+	// two minutes leave room for a slow broker and a pause of reading by
+	// backpressure.
+	DefaultChunkTimeout = 2 * time.Minute
 )
 
 // mandatoryProperties are librdkafka settings the reader depends on; Config
@@ -111,6 +117,11 @@ type Config struct {
 	// RevokeTimeout bounds the final commit on revocation; 0 means
 	// DefaultRevokeTimeout.
 	RevokeTimeout time.Duration
+	// ChunkTimeout bounds how long the global-hub profile holds the
+	// chunks of an event that is not whole, from its first chunk read: it
+	// is then dead-lettered (chunk_timeout) and its partition's committed
+	// position moves on. 0 means DefaultChunkTimeout.
+	ChunkTimeout time.Duration
 }
 
 // DefaultConfig returns a configuration with every default set but the
@@ -142,6 +153,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollTimeout == 0 {
 		c.PollTimeout = DefaultPollTimeout
+	}
+	if c.ChunkTimeout == 0 {
+		c.ChunkTimeout = DefaultChunkTimeout
 	}
 	// The rebalance callbacks run on the poll loop: with a
 	// max.poll.interval.ms below twice their default bounds, each gets a
@@ -199,6 +213,7 @@ func (c *Config) Validate() error {
 	}
 	for name, v := range map[string]time.Duration{
 		"poll timeout": d.PollTimeout, "assign timeout": d.AssignTimeout, "revoke timeout": d.RevokeTimeout,
+		"chunk timeout": d.ChunkTimeout,
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", name, v))

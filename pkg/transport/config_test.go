@@ -13,7 +13,8 @@ import (
 func TestDefaultConfig(t *testing.T) {
 	c := transport.DefaultConfig()
 	if !c.VerifySource || c.GroupID != "stb" || c.TypePrefix != transport.DefaultTypePrefix ||
-		c.AutoOffsetReset != "earliest" || c.MaxBundleBytes != 4<<20 || c.PollTimeout != transport.DefaultPollTimeout {
+		c.AutoOffsetReset != "earliest" || c.MaxBundleBytes != 4<<20 || c.PollTimeout != transport.DefaultPollTimeout ||
+		c.ChunkTimeout != transport.DefaultChunkTimeout || transport.DefaultChunkTimeout != 2*time.Minute {
 		t.Errorf("unexpected defaults: %+v", c)
 	}
 }
@@ -43,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad offset reset", func(c *transport.Config) { c.AutoOffsetReset = "sometimes" }, false},
 		{"negative max bundle bytes", func(c *transport.Config) { c.MaxBundleBytes = -1 }, false},
 		{"negative poll timeout", func(c *transport.Config) { c.PollTimeout = -time.Second }, false},
+		{"negative chunk timeout", func(c *transport.Config) { c.ChunkTimeout = -time.Second }, false},
+		{"short chunk timeout", func(c *transport.Config) { c.ChunkTimeout = time.Millisecond }, true},
 		{"auto commit turned off", func(c *transport.Config) { c.Properties = map[string]string{"enable.auto.commit": "false"} }, false},
 		{"offset store turned on", func(c *transport.Config) { c.Properties = map[string]string{"enable.auto.offset.store": "true"} }, false},
 		{"fetch backoff changed", func(c *transport.Config) { c.Properties = map[string]string{"fetch.queue.backoff.ms": "1000"} }, false},

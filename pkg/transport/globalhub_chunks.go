@@ -2,10 +2,13 @@ package transport
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -44,7 +47,16 @@ import (
 // forever: chunks that do not follow on, an event larger than the
 // profile's limit (each of its chunks is then decoded alone and rejected
 // as too_large), or an incomplete event followed by another event of the
-// same hub and type.
+// same hub and type (bad_payload, all three); and an event not whole
+// within --chunk-timeout (Config.ChunkTimeout) of its first chunk, or the
+// oldest one while the chunks held exceed three quarters of
+// --max-buffered-bytes (chunk_timeout). The chunks held count in the
+// bytes backpressure weighs (Reader.bufferedBytes): an agent that stops
+// mid-event held its partition's committed position, and up to the
+// profile's limit per sender outside --max-buffered-bytes, until that
+// sender sent again (issue 34). The bound in bytes is below the 80 % at
+// which reading resumes: held chunks alone must never keep reading
+// paused, since only reading on can complete them.
 
 // Binary-mode headers of the attributes the assembler reads.
 const (
@@ -58,10 +70,16 @@ const (
 
 // chunkAssembler holds the chunks of the events being assembled. The
 // reader's decoding goroutine uses it, and the revocation (dropChunks)
-// while that goroutine is idle, after waiting for it.
+// while that goroutine is idle, after waiting for it; held and count may
+// be read from any goroutine (the poll loop's backpressure and
+// tickChunks).
 type chunkAssembler struct {
 	limit int
 	open  map[senderKey]*assembly
+	// held is what the open assemblies' chunks count for backpressure
+	// (polled.held of each chunk held), and count how many are open.
+	held  atomic.Int64
+	count atomic.Int32
 }
 
 // senderKey identifies what sends chunked events one at a time. The
@@ -81,6 +99,10 @@ type assembly struct {
 	size  int
 	got   int
 	parts []chunkPart
+	// since is when its first chunk was read (decoded), and held what its
+	// chunks count in chunkAssembler.held.
+	since time.Time
+	held  int64
 }
 
 type chunkPart struct {
@@ -92,11 +114,40 @@ func newChunkAssembler(limit int) *chunkAssembler {
 	return &chunkAssembler{limit: limit, open: map[senderKey]*assembly{}}
 }
 
+// givenUp is the first chunk of an event the assembler gave up on, and
+// why: to be dead-lettered.
+type givenUp struct {
+	first  polled
+	reason deadletter.Reason
+	err    error
+}
+
+// openAssembly adds an assembly and closeAssembly removes one, keeping
+// held and count.
+func (c *chunkAssembler) openAssembly(key senderKey, a *assembly) {
+	c.open[key] = a
+	c.count.Add(1)
+}
+
+func (c *chunkAssembler) closeAssembly(key senderKey, a *assembly) {
+	delete(c.open, key)
+	c.count.Add(-1)
+	c.held.Add(-a.held)
+}
+
+// hold counts a chunk held by a.
+func (c *chunkAssembler) hold(a *assembly, it polled) {
+	a.held += int64(it.held)
+	c.held.Add(int64(it.held))
+}
+
 // add takes one polled message. It returns the message to decode and true:
 // the message itself when it is no chunk to hold, or the whole event once
 // its last chunk is in. It returns false while the event is incomplete.
-// incomplete is called for the first chunk of each event given up on.
-func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)) (polled, bool) {
+// incomplete is called for the first chunk of each event given up on,
+// with bad_payload, once the assembler's state no longer has it; it must
+// not panic (the reader's collects them, rejectGivenUp letters them).
+func (c *chunkAssembler) add(it polled, incomplete func(first polled, reason deadletter.Reason, err error)) (polled, bool) {
 	msg := it.msg
 	if !mayChunk(msg, len(c.open) > 0) {
 		return it, true
@@ -109,8 +160,8 @@ func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)
 	key := senderKey{topic, partition, h.source, h.authed, h.typ}
 	a := c.open[key]
 	giveUp := func(err error) {
-		delete(c.open, key)
-		incomplete(a.first, err)
+		c.closeAssembly(key, a)
+		incomplete(a.first, deadletter.BadPayload, err)
 		a = nil
 	}
 	if !h.chunked {
@@ -146,22 +197,23 @@ func (c *chunkAssembler) add(it polled, incomplete func(first polled, err error)
 			// payload.
 			return it, true
 		}
-		a = &assembly{first: it, size: size}
-		c.open[key] = a
+		a = &assembly{first: it, size: size, since: time.Now()}
+		c.openAssembly(key, a)
 	} else {
 		// Held: the first chunk keeps the committed position before it.
 		it.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(msg.TopicPartition.Offset)})
 	}
+	c.hold(a, it)
 	a.parts = append(a.parts, chunkPart{start, msg.Value})
 	a.got += len(msg.Value)
 	a.last = msg
 	if a.got < a.size {
 		return polled{}, false
 	}
-	delete(c.open, key)
+	c.closeAssembly(key, a)
 	data, err := a.assemble()
 	if err != nil {
-		incomplete(a.first, fmt.Errorf("chunked event %s: %w", a.id(), err))
+		incomplete(a.first, deadletter.BadPayload, fmt.Errorf("chunked event %s: %w", a.id(), err))
 		return polled{}, false
 	}
 	whole := *a.first.msg
@@ -191,6 +243,98 @@ func (a *assembly) assemble() ([]byte, error) {
 	return data, nil
 }
 
+// expire gives up, with chunk_timeout, the events whose first chunk was
+// read timeout or longer before now, and then, oldest first, events while
+// the chunks held exceed maxHeld (0: no bound in bytes).
+func (c *chunkAssembler) expire(now time.Time, timeout time.Duration, maxHeld int64, incomplete func(first polled, reason deadletter.Reason, err error)) {
+	for key, a := range c.open {
+		if age := now.Sub(a.since); age >= timeout {
+			c.closeAssembly(key, a)
+			incomplete(a.first, deadletter.ChunkTimeout, fmt.Errorf("chunked event %s: %d of %d bytes after %v; the rest did not come within --chunk-timeout (%v)",
+				a.id(), a.got, a.size, age.Round(time.Millisecond), timeout))
+		}
+	}
+	for maxHeld > 0 && c.held.Load() > maxHeld && len(c.open) > 0 {
+		var oldest *assembly
+		var oldestKey senderKey
+		for key, a := range c.open {
+			if oldest == nil || a.since.Before(oldest.since) {
+				oldest, oldestKey = a, key
+			}
+		}
+		held := c.held.Load()
+		c.closeAssembly(oldestKey, oldest)
+		incomplete(oldest.first, deadletter.ChunkTimeout, fmt.Errorf("chunked event %s: %d of %d bytes given up, the oldest of the events being assembled, whose chunks held %d bytes, more than the %d (three quarters of --max-buffered-bytes) they may hold",
+			oldest.id(), oldest.got, oldest.size, held, maxHeld))
+	}
+}
+
+// chunkTick is how often, at most, the poll loop makes the decoding
+// goroutine look for expired events while some are being assembled.
+func (c Config) chunkTick() time.Duration { return min(c.ChunkTimeout/4, time.Second) }
+
+// maxChunkBytes is what the events being assembled may hold: three
+// quarters of --max-buffered-bytes, below the 80 % at which reading
+// resumes after a pause (0: no bound without a budget).
+func (c Config) maxChunkBytes() int64 { return c.MaxBufferedBytes / 4 * 3 }
+
+// chunkBytes is what the events being assembled hold, for backpressure.
+func (r *Reader) chunkBytes() int64 {
+	if r.chunks == nil {
+		return 0
+	}
+	return r.chunks.held.Load()
+}
+
+// tickChunks runs on the poll loop: while events are being assembled, it
+// hands the decoding goroutine the batch being collected, empty or not,
+// every chunkTick, so that it gives up the events not whole in time even
+// when nothing else is read (a quiet partition, every partition paused).
+func (r *Reader) tickChunks(ctx context.Context, now time.Time) {
+	if r.chunks == nil || r.chunks.count.Load() == 0 || now.Sub(r.lastChunkTick) < r.cfg.chunkTick() {
+		return
+	}
+	r.lastChunkTick = now
+	r.send(ctx)
+}
+
+// expireChunks gives up, on the decoding goroutine, the events not whole
+// within Config.ChunkTimeout, or beyond what held chunks may hold
+// (chunkAssembler.expire), and dead-letters their first chunks.
+func (r *Reader) expireChunks() {
+	if r.chunks == nil || r.chunks.count.Load() == 0 {
+		return
+	}
+	r.chunks.expire(time.Now(), r.cfg.ChunkTimeout, r.cfg.maxChunkBytes(), r.collect)
+	r.rejectGivenUp()
+}
+
+// collectGivenUp is chunkAssembler.add's incomplete for the reader: it
+// keeps the first chunk to dead-letter once the assembler returns.
+func (r *Reader) collectGivenUp(first polled, reason deadletter.Reason, err error) {
+	r.givenUp = append(r.givenUp, givenUp{first: first, reason: reason, err: err})
+}
+
+// rejectGivenUp dead-letters the first chunks of the events given up,
+// each once; a panic doing so is recovered for each alone (panicked).
+func (r *Reader) rejectGivenUp() {
+	for i := 0; i < len(r.givenUp); i++ {
+		g := r.givenUp[i]
+		r.givenUp[i] = givenUp{}
+		r.rejectHeld(g)
+	}
+	r.givenUp = r.givenUp[:0]
+}
+
+func (r *Reader) rejectHeld(g givenUp) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked(g.first, v)
+		}
+	}()
+	r.rejectIncomplete(g.first, g.reason, g.err)
+}
+
 // dropChunks forgets the events being assembled from a revoked partition
 // and marks their first chunks done, so that the partition can become
 // idle: its final commit, made before, stays before them, and its new
@@ -202,7 +346,7 @@ func (r *Reader) dropChunks(topic string, partition int32) {
 	}
 	for k, a := range r.chunks.open {
 		if k.topic == topic && k.partition == partition {
-			delete(r.chunks.open, k)
+			r.chunks.closeAssembly(k, a)
 			m := a.first.msg
 			a.first.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(m.TopicPartition.Offset)})
 		}
@@ -256,14 +400,15 @@ func chunkHeaders(msg *kafka.Message) chunkHeaderValues {
 }
 
 // rejectIncomplete dead-letters the first chunk of an event given up on;
-// the later chunks were done when they were held.
-func (r *Reader) rejectIncomplete(first polled, err error) {
+// the later chunks were done when they were held. Once its letter is
+// stored, the partition's committed position moves past the event.
+func (r *Reader) rejectIncomplete(first polled, reason deadletter.Reason, err error) {
 	msg := first.msg
 	origin := bundle.Origin{Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset)}
 	if msg.TopicPartition.Topic != nil {
 		origin.Topic = *msg.TopicPartition.Topic
 	}
-	rej := newReject(msg, origin, deadletter.BadPayload, err)
+	rej := newReject(msg, origin, reason, err)
 	h := chunkHeaders(msg)
 	rej.Hub, rej.Type = h.source, bundle.GlobalHubPrefix+strings.TrimPrefix(h.typ, GlobalHubEventTypePrefix)
 	r.reject(first.p, rej, first.tc)

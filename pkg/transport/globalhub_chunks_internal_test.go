@@ -53,7 +53,7 @@ func TestChunkAssembler(t *testing.T) {
 	p := &donePartition{}
 	c := newChunkAssembler(1 << 20)
 	var given []string
-	incomplete := func(first polled, err error) { given = append(given, err.Error()) }
+	incomplete := func(first polled, _ deadletter.Reason, err error) { given = append(given, err.Error()) }
 
 	// Two hubs' chunked events interleaved on the shared topic's
 	// partition, as the agent's producers of several hubs make them: the
@@ -140,7 +140,9 @@ func TestChunkAssemblerAuthedHub(t *testing.T) {
 	}
 	own, forged := cut(data, "hub1", 10), cut(forgedData, "hub9", 20)
 	c := newChunkAssembler(1 << 20)
-	incomplete := func(first polled, err error) { t.Fatalf("gave up on %d: %v", first.msg.TopicPartition.Offset, err) }
+	incomplete := func(first polled, _ deadletter.Reason, err error) {
+		t.Fatalf("gave up on %d: %v", first.msg.TopicPartition.Offset, err)
+	}
 	var out []*kafka.Message
 	for _, m := range append([]*kafka.Message{own[0], forged[1]}, own[1:]...) {
 		if got, ok := c.add(polled{msg: m, p: &donePartition{}}, incomplete); ok {
@@ -164,7 +166,9 @@ func TestChunkAssemblerGivesUp(t *testing.T) {
 	p := &donePartition{}
 	c := newChunkAssembler(1 << 20)
 	var given []int64
-	incomplete := func(first polled, err error) { given = append(given, int64(first.msg.TopicPartition.Offset)) }
+	incomplete := func(first polled, _ deadletter.Reason, err error) {
+		given = append(given, int64(first.msg.TopicPartition.Offset))
+	}
 
 	// The first two chunks of an event, then the hub's next event of the
 	// type: the first can never be completed.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/transport"
@@ -200,5 +202,128 @@ func TestGlobalHubCompleteComplianceAfterLateCopy(t *testing.T) {
 	c := read("policy.localcompletecompliance", "0.2", "2.7", "cc-0", 1, 1)
 	if c.Dependency != l1.Version {
 		t.Errorf("the complete compliance depends on %v, want the compliance %v", c.Dependency, l1.Version)
+	}
+}
+
+// TestGlobalHubCompleteComplianceReordered: the agent's producer (acks=1,
+// retries=1, no idempotence: upstream pkg/transport/config/
+// confluent_config.go) may put a new run's localcompletecompliance ahead
+// of that run's localcompliance on one partition: a hub's own topic, or
+// the shared topic when both types' keys hash to one partition. Upstream
+// holds the complete compliance until the compliance it names has been
+// processed (manager/pkg/status/conflator/element_complete.go,
+// matchDependency: ExactMatch, its extdependencyversion's value equal to
+// the compliance's last processed version's) and then applies it; so must
+// the bridge, through its conflation unit (waiting up to
+// --dependency-timeout). Numbering runs in the partition's order, it
+// filed the complete compliance under the run before (the base's newest
+// run was not newer than its own), where its "0.1" is older than what was
+// written, and dropped it as stale: that run's complete compliance was
+// never applied. The workers write between reads (each read) or only at
+// the end (the two orders of conflation).
+func TestGlobalHubCompleteComplianceReordered(t *testing.T) {
+	rules := ghRules(t)
+	reg, err := dbsyncers.ForProfiles(false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"gh-status.hub1", "gh-status"} {
+		for _, writeEach := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/write-each-%v", topic, writeEach), func(t *testing.T) {
+				type sent struct{ typ, version, dep, id string }
+				lc, cc := "policy.localcompliance", "policy.localcompletecompliance"
+				backlog := []sent{
+					{lc, "0.4", "", "lc-1"},
+					{cc, "0.1", "1.4", "cc-1"},
+					{lc, "1.6", "", "lc-2"},
+					{cc, "1.2", "2.6", "cc-2"},
+					// The agent restarts; its first complete compliance
+					// overtakes its first compliance, which it names.
+					{cc, "0.1", "1.5", "cc-3"},
+					{lc, "0.5", "", "lc-3"},
+				}
+				var msgs []*kafka.Message
+				for i, s := range backlog {
+					e := ghEvent(topic, "hub1", s.typ)
+					e.Version, e.Dependency, e.ID = s.version, s.dep, s.id
+					msgs = append(msgs, consumed(ghEncode(t, e), 0, int64(i)))
+				}
+				g := newGHModel(t, rules, reg)
+				for range msgs {
+					g.next(msgs)
+					if writeEach {
+						g.work(-1)
+					}
+				}
+				g.work(-1)
+				reordered, base := g.mapped[4], g.mapped[5]
+				if reordered.v == (bundle.Version{}) || !reordered.v.Newer(g.mapped[3].v) {
+					t.Errorf("the new run's complete compliance maps to %v, not newer than the run before's %v: dropped as stale", reordered.v, g.mapped[3].v)
+				}
+				if reordered.dep != base.v {
+					t.Errorf("the new run's complete compliance waits for %v; its compliance, read after it, is %v", reordered.dep, base.v)
+				}
+				if !g.written[4] {
+					t.Error("the new run's complete compliance was never written")
+				}
+				if row := g.db[dbsyncers.GHLocalCompleteCompliance]; row == nil || row.data != 4 {
+					t.Errorf("the complete compliance row holds the data of offset %d, want 4", row.dataOffset())
+				}
+				if row := g.db[dbsyncers.GHLocalCompliance]; row == nil || row.data != 5 {
+					t.Errorf("the compliance row holds the data of offset %d, want 5", row.dataOffset())
+				}
+				for o := range int64(len(msgs)) {
+					if !g.done[o] {
+						t.Errorf("offset %d was never released", o)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGlobalHubCompleteComplianceReorderedRestart: the bridge stopped
+// after writing a run's compliance and before writing the complete
+// compliance that overtook it (TestGlobalHubCompleteComplianceReordered),
+// with the complete compliance's rows two runs behind (the run between
+// was replaced before it was written). Started again, it reads from the
+// older complete compliance on, before the compliance it restored: the
+// first complete compliance of each run between is stale but counted, and
+// the one of the compliance's run is numbered in it and applies on the
+// compliance the database holds; the next run's first complete
+// compliance, which overtakes its compliance again, waits for that one,
+// and a late copy of a stale one is a copy. (Numbered by the partition's
+// order alone, the first was dropped and the second filed in the
+// compliance's restored run.)
+func TestGlobalHubCompleteComplianceReorderedRestart(t *testing.T) {
+	gh := transport.NewGlobalHub()
+	lc4 := bundle.Version{Incarnation: 4 << 32, Generation: 6}
+	gh.Restore("hub1", dbsyncers.GHLocalCompliance, lc4, bundle.Origin{Topic: "gh-status", Partition: 0, Offset: 115}, []string{"lc-2", "lc-3", "lc-4"}, nil)
+	gh.Restore("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 2 << 32, Generation: 6},
+		bundle.Origin{Topic: "gh-status", Partition: 0, Offset: 72}, []string{"cc-2"}, nil)
+	read := sharedReader(t, gh)
+	cc := func(version, dep, id string, offset int64) *bundle.Bundle {
+		return read("policy.localcompletecompliance", version, dep, id, 0, offset)
+	}
+	if b := cc("0.6", "1.6", "cc-3", 90); b.Version != (bundle.Version{}) {
+		t.Errorf("run 3's first complete compliance maps to %v, want stale", b.Version)
+	}
+	if b := cc("1.7", "1.6", "cc-3b", 97); b.Version != (bundle.Version{}) {
+		t.Errorf("run 3's next complete compliance maps to %v, want stale", b.Version)
+	}
+	first := cc("0.5", "1.6", "cc-4", 114)
+	if first.Version != (bundle.Version{Incarnation: 4 << 32, Generation: 5}) || first.Dependency != lc4 {
+		t.Errorf("run 4's first complete compliance maps to %v waiting for %v, want 4.0.5 on the restored compliance %v", first.Version, first.Dependency, lc4)
+	}
+	if b := read("policy.localcompliance", "0.6", "", "lc-4", 0, 115); b.Version != (bundle.Version{}) {
+		t.Errorf("the restored compliance read again maps to %v, want stale", b.Version)
+	}
+	if b := cc("0.6", "1.6", "cc-3", 120); b.Version != (bundle.Version{}) {
+		t.Errorf("a late copy of run 3's first complete compliance maps to %v, want stale", b.Version)
+	}
+	next := cc("0.5", "1.6", "cc-5", 130)
+	lc5 := read("policy.localcompliance", "0.6", "", "lc-5", 0, 131)
+	if !next.Version.Newer(first.Version) || next.Dependency != lc5.Version || !lc5.Version.Newer(lc4) {
+		t.Errorf("run 5's first complete compliance maps to %v waiting for %v; its compliance is %v", next.Version, next.Dependency, lc5.Version)
 	}
 }

@@ -336,3 +336,104 @@ func ghBundleType(msg *kafka.Message) string {
 	typ, _ := header(msg, "ce_type")
 	return bundle.GlobalHubPrefix + strings.TrimPrefix(typ, transport.GlobalHubEventTypePrefix)
 }
+
+// TestGlobalHubRestartReplayReordered is TestGlobalHubRestartReplay on
+// backlogs where, at every restart of the agent, its producer put the new
+// run's first complete compliance ahead of the run's first compliance
+// (acks=1, retries=1, no idempotence: upstream pkg/transport/config/
+// confluent_config.go). Without a stop, each such complete compliance
+// waits for the compliance read after it, never stale; stopped anywhere,
+// the bridge ends as one that was not, and numbers every complete
+// compliance it writes as that one does. Seed 4's hub-003 has a stop after
+// which the complete compliance is two runs behind the compliance
+// restored (firstOfBaseRun); seeds 1 to 8 with four hubs and both
+// schedules pass (3 min without -race).
+func TestGlobalHubRestartReplayReordered(t *testing.T) {
+	rules := ghRules(t)
+	reg, err := dbsyncers.ForProfiles(false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		seed int64
+		hubs int
+		only string
+	}{{61, 3, ""}, {4, 4, "hub-003"}} {
+		cfg := sim.Config{
+			Agent: sim.AgentGlobalHub, Hubs: tc.hubs, Clusters: 6, Generations: 30, Seed: tc.seed,
+			RestartProbability: 0.15, LoseProbability: 0.2,
+			GlobalHub: sim.GlobalHubConfig{SendMode: sim.SendModeMixed, FrameBytes: 1500, ResyncEvery: 5},
+		}
+		backlogs := ghBacklogs(t, cfg)
+		moved := 0
+		for _, hub := range slices.Sorted(maps.Keys(backlogs)) {
+			if tc.only != "" && hub != tc.only {
+				continue
+			}
+			msgs, overtaking := overtakeCompliance(backlogs[hub])
+			moved += len(overtaking)
+			ref := newGHModel(t, rules, reg)
+			for range msgs {
+				ref.next(msgs)
+				ref.work(-1)
+			}
+			for _, o := range overtaking {
+				got, base := ref.mapped[o], ref.mapped[o+1]
+				if got.v == (bundle.Version{}) || got.dep != base.v || !ref.written[o] {
+					t.Errorf("seed %d, %s: the complete compliance at %d, ahead of its compliance, maps to %v waiting for %v (written %v); its compliance is %v",
+						tc.seed, hub, o, got.v, got.dep, ref.written[o], base.v)
+				}
+			}
+			// One schedule: the sweep takes 5 s per hub under -race.
+			t.Run(fmt.Sprintf("seed-%d/%s", tc.seed, hub), func(t *testing.T) {
+				ghRestartSweep(t, hub, msgs, rules, reg, 1)
+			})
+		}
+		if moved == 0 {
+			t.Fatalf("seed %d: no agent restart in the backlogs", tc.seed)
+		}
+	}
+}
+
+// overtakeCompliance returns msgs with each agent run's first complete
+// compliance moved ahead of that run's first compliance, offsets
+// numbered again, and the offsets the moved ones have now. Copies (an id
+// sent before) are left where they are.
+func overtakeCompliance(msgs []*kafka.Message) ([]*kafka.Message, []int64) {
+	out := slices.Clone(msgs)
+	ids := map[string]bool{}
+	lastFirstLC := -1
+	var moved []int
+	for i := 0; i < len(out); i++ {
+		m := out[i]
+		id, _ := header(m, "ce_id")
+		v, _ := header(m, "ce_"+transport.ExtVersion)
+		copied := ids[id]
+		ids[id] = true
+		if copied || !strings.HasPrefix(v, "0.") {
+			continue
+		}
+		switch ghBundleType(m) {
+		case dbsyncers.GHLocalCompliance:
+			lastFirstLC = i
+		case dbsyncers.GHLocalCompleteCompliance:
+			if lastFirstLC < 0 {
+				continue
+			}
+			// Move it to just before the compliance.
+			copy(out[lastFirstLC+1:i+1], out[lastFirstLC:i])
+			out[lastFirstLC] = m
+			moved = append(moved, lastFirstLC)
+			lastFirstLC = -1
+		}
+	}
+	for i, m := range out {
+		c := *m
+		out[i] = consumed(&c, 0, int64(i))
+	}
+	var at []int64
+	for _, i := range moved {
+		at = append(at, int64(i))
+	}
+	return out, at
+}

@@ -90,6 +90,10 @@ type runState struct {
 	// history is, for a type another depends on, what was read of its
 	// latest runs (see align).
 	history []runHistory
+	// skipped counts, for a type that depends on another, the first
+	// events of its runs after run read before the base's newest event
+	// and dropped as stale (firstOfBaseRun).
+	skipped uint64
 }
 
 // runHistory is what was read of one run of a type that another depends
@@ -229,7 +233,7 @@ func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.
 	if run < r.run || (run == r.run && r.hasLatest && !less(r.latest, a)) {
 		return
 	}
-	r.run, r.latest, r.hasLatest = run, a, true
+	r.run, r.latest, r.hasLatest, r.skipped = run, a, true, 0
 	if t.isBase() {
 		r.history = []runHistory{{run: run, events: []agentVersion{a}}}
 	}
@@ -316,13 +320,19 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 		return mapped{}
 	}
 	base := g.baseInOrder(hub, t, o)
-	if base != nil && o.Offset < base.read.Offset {
+	if base != nil && o.Offset < base.read.Offset && !r.firstOfBaseRun(t, a, base, id) {
 		// On the base's own partition (a per-hub topic) the order is the
 		// agent's: an event before the base's newest one read (or
 		// written, restored) was computed on an older base, and is read
 		// again only after a restart or a rebalance. It is stale; it must
 		// not number a run either: the next one read after the base is
-		// numbered by the base (startsRun).
+		// numbered by the base (startsRun). The one exception is the
+		// first event of the base's newest run, which overtook it
+		// (firstOfBaseRun). Its id is remembered: a late copy of it must
+		// not be taken for a run's first event (startsRun) either.
+		if !r.seen(id) {
+			r.remember(id, t.recentLimit())
+		}
 		return mapped{}
 	}
 	r.read, r.hasRead = o, true
@@ -393,18 +403,62 @@ func (g *GlobalHub) baseInOrder(hub string, t ghType, o bundle.Origin) *runState
 // it; the run's next events, of another generation, must still be of the
 // new run (TestGlobalHubAgentRestart ended one run in three with a hub's
 // complete compliance numbered in the run before, stale for good, and
-// its compliance rows behind). Otherwise see ghType.restarts.
+// its compliance rows behind).
+//
+// There is one exception to the base's order: the agent's producer
+// (acks=1, retries=1, no idempotence: upstream pkg/transport/config/
+// confluent_config.go) may put a new run's first complete compliance
+// ahead of that run's first compliance, which a retry delays. So a
+// dependent event of generation 0, the first of an agent run and only
+// that (ghType.restarts), read while the base's newest run is the
+// dependent's own, starts a new run too, one above the base's: the run of
+// the compliance still to come, which it names (newRun). Upstream holds
+// it until that compliance is processed (manager/pkg/status/conflator/
+// element_complete.go, matchDependency, dependency.ExactMatch) and
+// applies it; numbered in the run before, it was older than what was
+// written, dropped as stale, and that run's complete compliance never
+// applied (issue 34, item 12). A copy of an earlier run's first event
+// has an id the profile keeps (the starts of the latest runs, and
+// stb.bundle_versions.run_ids after a restart), so it is not taken for
+// one. Otherwise see ghType.restarts.
 func startsRun(t ghType, r *runState, a agentVersion, base *runState) bool {
 	if base != nil {
-		return base.run > r.run
+		return base.run > r.run || (base.run == r.run && r.hasLatest && !t.ticks && a.generation == 0)
 	}
 	return !r.hasLatest || t.restarts(a, r.latest)
+}
+
+// firstOfBaseRun reports whether a dependent event read before the
+// base's newest event in the base's partition (base.read, restored after
+// a restart of the bridge) is the first event of the base's newest run,
+// which it overtook on the way (startsRun). Read again after a restart,
+// the first events (generation 0, never read) of the dependent's runs
+// after r's come in the order of their runs, which are the base's runs up
+// to its newest, one each at most (a run that sent no complete
+// compliance has none); skipped counts them. The one that makes the count
+// reach the base's newest run is that run's: if every run between sent
+// one, that is its run; if one did not, the count never gets there. Stale
+// in the agent's order, it is the first complete compliance of the run
+// the database holds the compliance of, put ahead of it, when the bridge
+// stopped between writing that compliance and writing this: numbered in
+// the base's run it applies, where it was dropped, and then the next run's
+// first one (startsRun) was numbered in this run. If it was in the
+// agent's order after all, it names an older compliance of that run than
+// the newest and is stale all the same, by its dependency. The others
+// stay stale, their ids remembered.
+func (r *runState) firstOfBaseRun(t ghType, a agentVersion, base *runState, id string) bool {
+	if t.dependsOn == "" || t.ticks || a.generation != 0 || base.run <= r.run || r.seen(id) {
+		return false
+	}
+	r.skipped++
+	return r.run+r.skipped == base.run
 }
 
 // newRun moves r to a new run, newer than every run before it: numbered
 // one above the current one, and, for a type that depends on another
 // (localcompletecompliance on localcompliance), at least the base's newest
-// run when that was read in the same partition, before this event. A
+// run when that was read in the same partition, before this event (one
+// above it when the event overtook the base's next run: startsRun). A
 // dependent type's runs are numbered by the base's run they belong to:
 // the agent restarts both emitters together and sends the compliance
 // first, so each agent run has at most one run of each type, and the
@@ -414,6 +468,7 @@ func startsRun(t ghType, r *runState, a agentVersion, base *runState) bool {
 // partition, the count is a first guess that align corrects. g.mu is held.
 func (g *GlobalHub) newRun(hub string, t ghType, r *runState, o bundle.Origin) {
 	r.run++
+	r.skipped = 0
 	if t.dependsOn != "" {
 		if base := g.runs[runKey{hub, t.dependsOn}]; base != nil && base.hasRead && samePartition(base.read, o) {
 			r.run = max(r.run, base.run)
@@ -474,6 +529,7 @@ func (g *GlobalHub) align(hub string, t ghType, r *runState, dep agentVersion) {
 			return
 		}
 		r.run++
+		r.skipped = 0
 		if n := len(r.starts); n > 0 && r.starts[n-1].run == r.run-1 {
 			r.starts[n-1].run = r.run
 		}

@@ -18,7 +18,9 @@ type polled struct {
 	p   Partition
 	tc  *topicCounters
 	// held is what the message counts for backpressure until it is
-	// decoded: what its bundle will count (heldBytes).
+	// decoded: what its bundle will count (heldBytes); a chunk held by
+	// the chunk assembler counts it there until its event is whole or
+	// given up (chunkAssembler.held).
 	held int
 }
 
@@ -41,10 +43,18 @@ func (r *Reader) handOff(ctx context.Context) {
 	if len(r.batch) == 0 {
 		return
 	}
+	r.send(ctx)
+}
+
+// send is handOff of the batch even when it is empty: an empty batch
+// only wakes the decoding goroutine (tickChunks).
+func (r *Reader) send(ctx context.Context) {
 	r.pending.Add(1)
 	select {
 	case r.decodeQ <- r.batch:
-		r.metrics.handoffs.Inc()
+		if len(r.batch) > 0 {
+			r.metrics.handoffs.Inc()
+		}
 	case <-ctx.Done():
 		r.queuedBytes.Add(-batchBytes(r.batch))
 		r.pending.Done()
@@ -69,13 +79,18 @@ func batchBytes(batch []polled) (n int64) {
 
 // decodeLoop decodes the queued messages in the order they were polled
 // (so each partition's bundles reach the sink in offset order) until the
-// queue is closed.
+// queue is closed. After each batch it gives up the chunked events that
+// are not whole in time (expireChunks), before the batch counts as
+// handed on: a revocation, which waits for that, never meets it.
 func (r *Reader) decodeLoop(ctx context.Context) {
 	for batch := range r.decodeQ {
 		for _, it := range batch {
 			r.decode(ctx, it)
-			r.queuedBytes.Add(-int64(it.held)) // now counted where it went, if anywhere
+			// Now counted where it went, if anywhere: in a bundle, or
+			// in the chunk assembler (chunkBytes).
+			r.queuedBytes.Add(-int64(it.held))
 		}
+		r.expireChunks()
 		r.pending.Done()
 		clear(batch) // the messages are the bundles' now
 		select {

@@ -165,8 +165,13 @@ type Reader struct {
 	clusterID string
 	parts     map[partitionKey]Partition
 	// topics are each topic's message counters, those of its label.
-	topics    map[string]*topicCounters
-	rejectsBy map[deadletter.Reason]prometheus.Counter
+	topics map[string]*topicCounters
+	// rejectsBy counts rejects by reason: the read reasons, and
+	// rejectOther every other one (a family's own, README "Adding a
+	// family"), so that the label set stays bounded whatever a family or
+	// decoder returns. Used by the decoding goroutine only.
+	rejectsBy   map[deadletter.Reason]prometheus.Counter
+	rejectOther prometheus.Counter
 	// rejectLog limits the "message rejected" lines a flood of bad
 	// messages makes; used by the decoding goroutine only.
 	rejectLog logLimit
@@ -203,8 +208,17 @@ type Reader struct {
 	lastGroupStore time.Time
 
 	// chunks holds chunks of global-hub events until they are whole;
-	// nil without the profile.
-	chunks *chunkAssembler
+	// nil without the profile. The decoding goroutine uses it, and the
+	// revocation while that goroutine is idle. givenUp collects, on the
+	// decoding goroutine, the first chunks of the events it gave up, to
+	// be dead-lettered once the assembler is done with the message
+	// (rejectGivenUp); collect is the function that collects them, made
+	// once. lastChunkTick is when the poll loop last made the decoding
+	// goroutine look for expired events (tickChunks).
+	chunks        *chunkAssembler
+	givenUp       []givenUp
+	collect       func(first polled, reason deadletter.Reason, err error)
+	lastChunkTick time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -251,6 +265,22 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create kafka consumer: %w", RedactError(err, cfg.Properties))
 	}
+	r := newReader(cfg, deps, logger, m, labels)
+	r.stats, r.consumer = sm, consumer
+	go func() {
+		defer close(r.logsDone)
+		forwardLogs(consumer.Logs(), base.With(zap.String("component", "librdkafka")))
+	}()
+	return r, nil
+}
+
+// rejectOtherLabel is the reason label of stb_transport_rejected_total
+// under which a reject of any reason but the read reasons is counted.
+const rejectOtherLabel = "other"
+
+// newReader is the Reader of a validated, defaulted cfg without its
+// consumer: what the poll loop's hand-off and the decoding goroutine use.
+func newReader(cfg Config, deps Deps, logger *zap.Logger, m *metrics, labels *TopicLabels) *Reader {
 	r := &Reader{
 		cfg:      cfg,
 		rules:    cfg.Rules(deps.Decoder),
@@ -258,26 +288,22 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		logger:   logger,
 		metrics:  m,
 		labels:   labels,
-		stats:    sm,
-		consumer: consumer,
 		logsDone: make(chan struct{}),
 		parts:    map[partitionKey]Partition{},
 
 		groupStored: map[partitionKey]int64{},
 		topics:      map[string]*topicCounters{},
 		rejectsBy:   map[deadletter.Reason]prometheus.Counter{},
+		rejectOther: m.rejected.WithLabelValues(rejectOtherLabel),
 	}
 	for _, reason := range deadletter.ReadReasons {
 		r.rejectsBy[reason] = m.rejected.WithLabelValues(string(reason))
 	}
 	if deps.GlobalHub != nil {
 		r.chunks = newChunkAssembler(GlobalHubMaxBundleBytes(cfg.MaxBundleBytes))
+		r.collect = r.collectGivenUp
 	}
-	go func() {
-		defer close(r.logsDone)
-		forwardLogs(consumer.Logs(), base.With(zap.String("component", "librdkafka")))
-	}()
-	return r, nil
+	return r
 }
 
 // Run subscribes and reads until ctx ends or Close is called, and returns
@@ -352,21 +378,22 @@ func (r *Reader) Run(ctx context.Context) error {
 			r.logger.Debug("kafka event", zap.Stringer("event", ev))
 		}
 		r.backpressure()
+		r.tickChunks(ctx, time.Now())
 		r.maybeStoreGroupOffsets()
 	}
 	return r.fatal
 }
 
 // backpressure pauses every assigned partition while too many bytes are
-// held downstream and resumes them below 80 % of the limit. Pausing in
-// librdkafka also drops what it had prefetched for those partitions, so
-// reading resumes right after the last message handed out.
+// held (bufferedBytes) and resumes them below 80 % of the limit. Pausing
+// in librdkafka also drops what it had prefetched for those partitions,
+// so reading resumes right after the last message handed out.
 func (r *Reader) backpressure() {
 	limit := r.cfg.MaxBufferedBytes
 	if limit <= 0 || r.deps.Buffer == nil {
 		return
 	}
-	held := r.deps.Buffer.HeldBytes() + r.queuedBytes.Load()
+	held := r.bufferedBytes()
 	switch {
 	case !r.paused && held > limit:
 		parts, err := r.consumer.Assignment()
@@ -397,6 +424,18 @@ func (r *Reader) backpressure() {
 		r.metrics.paused.Set(0)
 		r.logger.Info("buffer drained; resuming partitions", zap.Int64("bufferedBytes", held), zap.Int("partitions", len(parts)))
 	}
+}
+
+// bufferedBytes is what --max-buffered-bytes bounds: the bytes the
+// bundles held downstream keep (Deps.Buffer), what the messages polled and
+// not yet decoded will, and the chunks of global-hub events being
+// assembled.
+func (r *Reader) bufferedBytes() int64 {
+	var n int64
+	if r.deps.Buffer != nil {
+		n = r.deps.Buffer.HeldBytes()
+	}
+	return n + r.queuedBytes.Load() + r.chunkBytes()
 }
 
 // fetchClusterID asks the brokers for the cluster id, retrying until they
@@ -466,14 +505,31 @@ func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 
 // decode turns one message into a bundle for the sink, or rejects it. No
 // logging and no allocation beyond the decoding on the accepted path.
+//
+// Everything done for the message — assembling chunks, decoding, counting
+// and dead-lettering a reject, handing a bundle on — is inside one
+// recover: a panic anywhere in it (a bug of the bridge's, of a family's or
+// of a collaborator's) makes the message a decode_panic dead letter
+// (panicked) and reading goes on, where it would stop the bridge at that
+// message after every restart. Only the decoder was inside it once: a
+// family's own dead-letter reason, which reject had no counter for,
+// killed the process at the same offset on every start (issue 34).
 func (r *Reader) decode(ctx context.Context, it polled) {
+	cur := it // the message a panic dead-letters
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked(cur, v)
+		}
+	}()
 	if r.chunks != nil {
-		var whole bool
-		if it, whole = r.chunks.add(it, r.rejectIncomplete); !whole {
+		out, whole := r.chunks.add(it, r.collect)
+		r.rejectGivenUp()
+		if !whole {
 			return // a chunk held until its event is whole
 		}
+		cur, it = out, out
 	}
-	b, rej := r.decodeSafely(it.msg)
+	b, rej := r.decodeMessage(it.msg)
 	if rej != nil && rej.Skipped {
 		r.metrics.skipped.WithLabelValues(rej.Type).Inc()
 		it.p.Done(rej.Origin)
@@ -489,26 +545,50 @@ func (r *Reader) decode(ctx context.Context, it polled) {
 	r.deps.Sink.Insert(b)
 }
 
-// decodeSafely is decodeMessage, with a panic of the decoder (a bug of
-// the bridge's) turned into a decode_panic reject: the message is
-// dead-lettered once and reading goes on, where the panic would stop the
-// bridge at that message after every restart.
-func (r *Reader) decodeSafely(msg *kafka.Message) (b *bundle.Bundle, rej *Reject) {
+// panicked dead-letters, as decode_panic, the message whose handling
+// panicked with v, and logs it at error level with the stack. The message
+// may have been handed on already (the panic was in the sink, or in the
+// dead-letter queue); marking an offset done twice is harmless, and the
+// letter keeps a copy of what might otherwise be lost.
+func (r *Reader) panicked(it polled, v any) {
+	stack := debug.Stack()
+	if it.msg == nil || it.p == nil {
+		r.logger.Error("handling a message panicked", zap.Any("panic", v), zap.ByteString("stack", stack))
+		return
+	}
+	origin := originOf(it.msg)
+	r.logger.Error("handling a message panicked; dead-lettering it", zap.String("topic", origin.Topic),
+		zap.Int32("partition", origin.Partition), zap.Int64("offset", origin.Offset),
+		zap.Any("panic", v), zap.ByteString("stack", stack))
+	r.rejectLast(it.p, newReject(it.msg, origin, deadletter.DecodePanic, fmt.Errorf("panicked: %v", v)), it.tc)
+}
+
+// rejectLast is reject for a message whose handling panicked already. If
+// dead-lettering it panics too, nothing else can be done for it: it is
+// logged at error level and marked done, so that it holds neither the
+// reader nor its partition's committed position.
+func (r *Reader) rejectLast(p Partition, rej *Reject, tc *topicCounters) {
 	defer func() {
 		v := recover()
 		if v == nil {
 			return
 		}
-		origin := bundle.Origin{Offset: -1, Partition: -1}
-		if tp := msg.TopicPartition; tp.Topic != nil {
-			origin = bundle.Origin{Topic: *tp.Topic, Partition: tp.Partition, Offset: int64(tp.Offset)}
-		}
-		r.logger.Error("decoding a message panicked; dead-lettering it", zap.String("topic", origin.Topic),
-			zap.Int32("partition", origin.Partition), zap.Int64("offset", origin.Offset),
+		r.logger.Error("dead-lettering a message panicked; it is dropped without a dead letter",
+			zap.String("reason", string(rej.Reason)), zap.String("topic", rej.Origin.Topic),
+			zap.Int32("partition", rej.Origin.Partition), zap.Int64("offset", rej.Origin.Offset),
 			zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
-		b, rej = nil, newReject(msg, origin, deadletter.DecodePanic, fmt.Errorf("decoder panicked: %v", v))
+		p.Done(rej.Origin)
 	}()
-	return r.decodeMessage(msg)
+	r.reject(p, rej, tc)
+}
+
+// originOf is where msg was read.
+func originOf(msg *kafka.Message) bundle.Origin {
+	origin := bundle.Origin{Offset: -1, Partition: -1}
+	if tp := msg.TopicPartition; tp.Topic != nil {
+		origin = bundle.Origin{Topic: *tp.Topic, Partition: tp.Partition, Offset: int64(tp.Offset)}
+	}
+	return origin
 }
 
 // reject logs and counts a message and hands it to Deps.Rejects, which
@@ -517,7 +597,11 @@ func (r *Reader) decodeSafely(msg *kafka.Message) (b *bundle.Bundle, rej *Reject
 func (r *Reader) reject(p Partition, rej *Reject, tc *topicCounters) {
 	r.rejected.Add(1)
 	tc.rejected.Inc()
-	r.rejectsBy[rej.Reason].Inc()
+	c := r.rejectsBy[rej.Reason]
+	if c == nil {
+		c = r.rejectOther // a reason of a family's: the label set stays bounded
+	}
+	c.Inc()
 	if r.rejectLog.allow(time.Now()) {
 		fields := []zap.Field{
 			zap.String("reason", string(rej.Reason)),
