@@ -9,15 +9,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/sim"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	"github.com/stbridge/stb/pkg/transport"
 )
 
 // simulateCNE is `stb simulate --agent cne`: --hubs nodes publish Cloud
 // Native Events for --generations rounds.
 func simulateCNE(ctx context.Context, s simFlags, logger *zap.Logger) error {
 	cfg := cnesimConfig(s)
-	pub, err := cnesim.NewKafkaPublisher(transport.PublisherConfig{Brokers: s.brokers}, logger)
+	pub, err := cnesim.NewKafkaPublisher(sim.PublisherConfig{Brokers: s.brokers}, logger)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 
 // newKafkaPublisher returns the simulator's publisher to s's brokers.
 func newKafkaPublisher(s simFlags, logger *zap.Logger) (*sim.KafkaPublisher, error) {
-	return sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: s.brokers, TypePrefix: s.prefix}, logger)
+	return sim.NewKafkaPublisher(sim.PublisherConfig{Brokers: s.brokers, TypePrefix: s.prefix}, logger)
 }
 
 type simFlags struct {

@@ -14,7 +14,6 @@ import (
 	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/sim"
-	"github.com/stbridge/stb/pkg/transport"
 	"github.com/stbridge/stb/pkg/verify"
 )
 
@@ -70,7 +69,7 @@ func TestShutdownBoundedWhileAJobIsBlocked(t *testing.T) {
 	ctx := context.Background()
 
 	scfg := sim.Config{Hubs: 20, Clusters: 5, Generations: 3, Seed: 3, Topic: "status"}
-	pub, err := sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brk.Addr()}, zap.NewNop())
+	pub, err := sim.NewKafkaPublisher(sim.PublisherConfig{Brokers: brk.Addr()}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

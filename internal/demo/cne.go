@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/stbridge/stb/dbsyncers/cne"
+	"github.com/stbridge/stb/pkg/sim"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	"github.com/stbridge/stb/pkg/transport"
 )
 
 // DefaultCNERounds is how many times each node publishes in `stb demo
@@ -53,7 +53,7 @@ func RunCNE(ctx context.Context, cfg Config) (*CNEResult, error) {
 	pool, brk := st.pool, st.broker
 
 	say("%d nodes publishing Cloud Native Events, %d rounds (restarts, duplicates, late copies, clock steps back, bad events)", scfg.Nodes, scfg.Rounds)
-	pub, err := cnesim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brk.Addr()}, cfg.Logger.Named("simulate"))
+	pub, err := cnesim.NewKafkaPublisher(sim.PublisherConfig{Brokers: brk.Addr()}, cfg.Logger.Named("simulate"))
 	if err != nil {
 		return nil, err
 	}

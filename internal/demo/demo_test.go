@@ -39,7 +39,7 @@ func demoConfig(t *testing.T, s sim.Config) (Config, *bytes.Buffer) {
 	return Config{
 		Sim: s, Timeout: time.Minute, DatabaseURL: base, DatabaseName: name, Partitions: 2,
 		NewPublisher: func(brokers string) (*sim.KafkaPublisher, error) {
-			return sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brokers, TypePrefix: transport.DefaultTypePrefix}, zap.NewNop())
+			return sim.NewKafkaPublisher(sim.PublisherConfig{Brokers: brokers, TypePrefix: transport.DefaultTypePrefix}, zap.NewNop())
 		},
 		Out: &out, Logger: zap.NewNop(),
 	}, &out

@@ -259,7 +259,7 @@ func (a *ghAgent) sendMigrations() error {
 		}
 		r.migration.incr()
 		a.send(ghEvent{typ: TypeGHMigration, version: r.migration, data: data, ext: map[string]string{
-			"migrationid": rep.id, "migrationstage": rep.stage, "clustername": ghGlobalHubClusterName,
+			ghExtMigrationID: rep.id, ghExtMigrationStage: rep.stage, ghExtClusterName: ghGlobalHubClusterName,
 		}})
 		r.migration.next()
 		if rep.status.Resync {

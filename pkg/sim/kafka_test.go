@@ -26,7 +26,7 @@ func TestKafkaPublisherSharedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	pub, err := NewKafkaPublisher(transport.PublisherConfig{Brokers: b.Addr()}, zap.NewNop())
+	pub, err := NewKafkaPublisher(PublisherConfig{Brokers: b.Addr()}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,43 @@ package sim
 
 import (
 	"context"
+	"time"
 
-	"github.com/stbridge/stb/pkg/transport"
+	"github.com/stbridge/stb/pkg/bundle"
 )
 
-// Message is one bundle as a hub publishes it: the transport's Envelope,
-// whose fields map one to one onto the CloudEvent the transport sends
-// (DESIGN.md §3). It is that type, not a copy of it, so that a simulated
-// message goes to the Kafka publisher as it is (KafkaPublisher). Its Topic
-// is Config.Topic, its ID unique per event within one run, its Type the
-// short bundle type ("heartbeat", or one under bundle.GlobalHubPrefix for the
-// global-hub agent).
-type Message = transport.Envelope
+// Message is one bundle as a hub publishes it. Its fields map one to one
+// onto the CloudEvent a hub sends in STB's own wire format (EncodeSTB) or,
+// for a Type under bundle.GlobalHubPrefix, the global-hub agent's
+// (GHMessage, EncodeGH). Its Topic is Config.Topic, its ID unique per event
+// within one run, its Type the short bundle type ("heartbeat", or one
+// under bundle.GlobalHubPrefix for the global-hub agent).
+//
+// It is the simulator's own type, not the bridge's envelope: the simulator
+// writes the wire format from the senders' definitions, so that the bridge
+// reading it is a test of the bridge. Its fields are those of the bridge's
+// transport.Envelope, in the same order, so a caller that has a Message
+// and wants the bridge's publisher may convert it.
+type Message struct {
+	// Topic is the Kafka topic to send to.
+	Topic string
+	// Hub is the hub's name: the event source and, in STB's format, the
+	// Kafka key.
+	Hub string
+	// Type is the short bundle type, such as "heartbeat".
+	Type string
+	// ID identifies the event; "" generates a random UUID.
+	ID string
+	// Version is the hub's version of this bundle (extversion).
+	Version bundle.Version
+	// Dependency is the version of the base bundle (extdependencyversion),
+	// nil for types that do not name one.
+	Dependency *bundle.Version
+	// Time is when the hub produced the bundle; zero means now.
+	Time time.Time
+	// Data is the JSON payload, sent as is.
+	Data []byte
+}
 
 // Publisher sends messages. Run calls it from one goroutine, in order; a
 // publisher may buffer, but must keep each hub's messages in order.

@@ -21,7 +21,7 @@ func catchUpMix(tb testing.TB) []*kafka.Message {
 	tb.Helper()
 	var out []*kafka.Message
 	pub := sim.PublisherFunc(func(_ context.Context, m sim.Message) error {
-		msg, err := transport.Encode(m, transport.DefaultTypePrefix)
+		msg, err := transport.Encode(transport.Envelope(m), transport.DefaultTypePrefix)
 		if err != nil {
 			return err
 		}

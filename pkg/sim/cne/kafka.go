@@ -8,24 +8,21 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/pkg/transport"
+	"github.com/stbridge/stb/pkg/sim"
 )
 
 // KafkaPublisher sends the nodes' events as the CloudEvents Kafka binding
 // writes them (binary mode: ce_* headers and the data as the value;
 // structured: the JSON event as the value), keyed by node, so that a
-// node's events share a partition and its order.
-type KafkaPublisher struct{ *transport.Publisher }
+// node's events share a partition and its order. It is the simulator's
+// Kafka producer (sim.KafkaPublisher, partitioning by key); Flush and
+// Close are its.
+type KafkaPublisher struct{ *sim.KafkaPublisher }
 
 // NewKafkaPublisher returns a publisher to cfg's brokers, partitioning by
 // key (librdkafka's consistent_random, as sim.KafkaPublisher).
-func NewKafkaPublisher(cfg transport.PublisherConfig, logger *zap.Logger) (*KafkaPublisher, error) {
-	props := map[string]string{"partitioner": "consistent_random"}
-	for k, v := range cfg.Properties {
-		props[k] = v
-	}
-	cfg.Properties = props
-	p, err := transport.NewPublisher(cfg, logger)
+func NewKafkaPublisher(cfg sim.PublisherConfig, logger *zap.Logger) (*KafkaPublisher, error) {
+	p, err := sim.NewKafkaPublisher(cfg, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/internal/profiles"
+	"github.com/stbridge/stb/pkg/sim"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	"github.com/stbridge/stb/pkg/transport"
 )
 
 // cneMessagesPerRound estimates the messages a simulated Cloud Native
@@ -35,7 +35,7 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 	res.Params["nodes"], res.Params["rounds"] = nodes, scfg.Rounds
 
 	start := time.Now()
-	pub, err := cnesim.NewKafkaPublisher(transport.PublisherConfig{Brokers: e.brokers}, e.logger)
+	pub, err := cnesim.NewKafkaPublisher(sim.PublisherConfig{Brokers: e.brokers}, e.logger)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func RunProducer(ctx context.Context, spec io.Reader, progress io.Writer) error 
 	if sp.Brokers == "" || sp.Expected == "" {
 		return errors.New("producer spec: brokers and expected are required")
 	}
-	pub, err := sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: sp.Brokers, TypePrefix: transport.DefaultTypePrefix}, zap.NewNop())
+	pub, err := sim.NewKafkaPublisher(sim.PublisherConfig{Brokers: sp.Brokers, TypePrefix: transport.DefaultTypePrefix}, zap.NewNop())
 	if err != nil {
 		return err
 	}
