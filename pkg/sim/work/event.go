@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,15 +14,68 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	wf "github.com/stbridge/stb/dbsyncers/work"
 )
+
+// The work agent's status events, spelled from open-cluster-management-io
+// sdk-go, not from the bridge: an agent sends what the sdk-go it is built
+// with writes, and the bridge must read that.
+const (
+	// dataType is the CloudEvents data type of ManifestWork bundles
+	// (pkg/cloudevents/clients/work/payload, ManifestBundleEventDataType:
+	// group io.open-cluster-management.works, version v1alpha1, resource
+	// manifestbundles; types.CloudEventsDataType.String joins them with
+	// dots).
+	dataType = "io.open-cluster-management.works.v1alpha1.manifestbundles"
+	// UpdateRequest and ResyncResponse are the types of a status report
+	// and of a status sent again because a source asked: the data type,
+	// the subresource and the action (pkg/cloudevents/generic/types/
+	// types.go, CloudEventsType.String; SubResourceStatus "status",
+	// UpdateRequestAction "update_request", ResyncResponseAction
+	// "resync_response").
+	UpdateRequest  = dataType + ".status.update_request"
+	ResyncResponse = dataType + ".status.resync_response"
+)
+
+// The CloudEvents extensions the agent codec sets on a status
+// (pkg/cloudevents/generic/types/types.go; set by EventBuilder.NewEvent
+// and pkg/cloudevents/clients/work/agent/codec/manifestbundle.go Encode).
+const (
+	extResourceID      = "resourceid"      // ExtensionResourceID: the work's UID
+	extResourceVersion = "resourceversion" // ExtensionResourceVersion: the work's generation, an integer
+	extSequenceID      = "sequenceid"      // ExtensionStatusUpdateSequenceID: a snowflake id in decimal
+	extClusterName     = "clustername"     // ExtensionClusterName: the work's namespace
+	extOriginalSource  = "originalsource"  // ExtensionOriginalSource: the work's originalsource label
+	extStatusHash      = "statushash"      // ExtensionStatusHash
+	extWorkMeta        = "metadata"        // ExtensionWorkMeta: the work's ObjectMeta as JSON
+)
+
+// originalSourceLabel is the label of a work that names its source
+// (pkg/cloudevents/clients/common, CloudEventsOriginalSourceLabelKey).
+const originalSourceLabel = "cloudevents.open-cluster-management.io/originalsource"
+
+// The agent codec's sequence ids are those of a bwmarrin/snowflake
+// generator of node 1 (codec/manifestbundle.go, init: snowflake.NewNode(1)),
+// with snowflake's defaults: the epoch of Twitter's snowflake in
+// milliseconds, 10 bits of node and 12 of step.
+const (
+	snowflakeEpoch = 1288834974657
+	snowflakeNode  = 1
+)
+
+// SequenceID returns the sequence id the agent codec's generator makes at
+// time t for the step-th id of that millisecond, in decimal as the
+// sequenceid extension carries it (snowflake.ID.String): 41 bits of
+// milliseconds since the epoch, then the node, then the step.
+func SequenceID(t time.Time, step int64) string {
+	ms := t.UnixMilli() - snowflakeEpoch
+	return strconv.FormatInt(ms<<22|snowflakeNode<<12|step&0xfff, 10)
+}
 
 // Status is one status report of a resource, the fields the agent codec
 // puts in its event (open-cluster-management-io/sdk-go
 // pkg/cloudevents/clients/work/agent/codec/manifestbundle.go Encode).
 type Status struct {
-	Type       string // wf.UpdateRequest or wf.ResyncResponse
+	Type       string // UpdateRequest or ResyncResponse
 	ID         string // the CloudEvents id (sdk-go: a UUID)
 	Cluster    string
 	Source     string // originalsource
@@ -82,15 +136,15 @@ func (s Status) Event() (event.Event, string) {
 	ev.SetType(s.Type)
 	ev.SetTime(s.Time)
 	ev.SetSource(s.Cluster + "-work-agent")
-	ev.SetExtension(wf.ExtClusterName, s.Cluster)
-	ev.SetExtension(wf.ExtOriginalSource, s.Source)
-	ev.SetExtension(wf.ExtResourceID, s.ResourceID)
-	ev.SetExtension(wf.ExtResourceVersion, s.Generation)
-	ev.SetExtension(wf.ExtSequenceID, s.SequenceID)
+	ev.SetExtension(extClusterName, s.Cluster)
+	ev.SetExtension(extOriginalSource, s.Source)
+	ev.SetExtension(extResourceID, s.ResourceID)
+	ev.SetExtension(extResourceVersion, s.Generation)
+	ev.SetExtension(extSequenceID, s.SequenceID)
 	data, hash := s.Data()
-	ev.SetExtension(wf.ExtStatusHash, hash)
-	ev.SetExtension(wf.ExtMetadata, fmt.Sprintf(`{"name":%q,"namespace":%q,"uid":%q,"generation":%d,"labels":{"cloudevents.open-cluster-management.io/originalsource":%q}}`,
-		s.ResourceID, s.Cluster, s.ResourceID, s.Generation, s.Source))
+	ev.SetExtension(extStatusHash, hash)
+	ev.SetExtension(extWorkMeta, fmt.Sprintf(`{"name":%q,"namespace":%q,"uid":%q,"generation":%d,"labels":{%q:%q}}`,
+		s.ResourceID, s.Cluster, s.ResourceID, s.Generation, originalSourceLabel, s.Source))
 	if err := ev.SetData(event.ApplicationJSON, data); err != nil {
 		panic(err) // bytes are always accepted
 	}
@@ -110,8 +164,8 @@ func Message(ev event.Event, topic string, structured bool) (*kafka.Message, err
 	if err := kafka_confluent.WriteProducerMessage(ctx, binding.ToMessage(&ev), msg); err != nil {
 		return nil, fmt.Errorf("encode %s: %w", ev.Type(), err)
 	}
-	src, _ := ev.Extensions()[wf.ExtOriginalSource].(string)
-	cluster, _ := ev.Extensions()[wf.ExtClusterName].(string)
+	src, _ := ev.Extensions()[extOriginalSource].(string)
+	cluster, _ := ev.Extensions()[extClusterName].(string)
 	msg.Key = []byte(src + "@" + cluster)
 	return msg, nil
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	wf "github.com/stbridge/stb/dbsyncers/work"
 )
 
 // Agent is the simulator's --agent value for this family.
@@ -155,7 +153,7 @@ func Run(ctx context.Context, cfg Config, publish Publish, progress func(sent in
 			step = 0
 			clock = clock.Add(time.Millisecond)
 		}
-		return wf.SequenceID(clock, step), clock
+		return SequenceID(clock, step), clock
 	}
 	uid := 0
 	newResource := func(cluster int, r int) *resource {
@@ -225,7 +223,7 @@ func Run(ctx context.Context, cfg Config, publish Publish, progress func(sent in
 				// A restarted agent reports every work it has again.
 				exp.Restarts++
 				for _, res := range clusters[c] {
-					if err := report(c, res, wf.ResyncResponse, false); err != nil {
+					if err := report(c, res, ResyncResponse, false); err != nil {
 						return nil, err
 					}
 				}
@@ -234,20 +232,20 @@ func Run(ctx context.Context, cfg Config, publish Publish, progress func(sent in
 				switch {
 				case round > 0 && rng.Float64() < cfg.DeleteProbability:
 					exp.Deletes++
-					if err := report(c, res, wf.UpdateRequest, true); err != nil {
+					if err := report(c, res, UpdateRequest, true); err != nil {
 						return nil, err
 					}
 					res.gone = true
 					gone = append(gone, res)
 					clusters[c][r] = newResource(c, r)
-					if err := report(c, clusters[c][r], wf.UpdateRequest, false); err != nil {
+					if err := report(c, clusters[c][r], UpdateRequest, false); err != nil {
 						return nil, err
 					}
 				case round == 0 || rng.IntN(3) == 0:
 					if round > 0 && rng.IntN(4) == 0 {
 						res.generation++
 					}
-					if err := report(c, res, wf.UpdateRequest, false); err != nil {
+					if err := report(c, res, UpdateRequest, false); err != nil {
 						return nil, err
 					}
 				}
