@@ -10,8 +10,28 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+)
 
-	family "github.com/stbridge/stb/dbsyncers/cne"
+// The PTP events a node's cloud-event-proxy publishes, spelled from
+// redhat-cne/sdk-go (the O-RAN Cloud Native Events model), not from the
+// bridge: the types of pkg/event/ptp/types.go (O-RAN v3 names) and the
+// resources of pkg/event/ptp/resource.go, which the publisher appends to
+// "/cluster/node/<node>" to make a value's address.
+const (
+	typeSyncStateChange        = "event.sync.sync-status.synchronization-state-change" // SyncStateChange
+	typePtpStateChange         = "event.sync.ptp-status.ptp-state-change"              // PtpStateChange
+	typeOsClockSyncStateChange = "event.sync.sync-status.os-clock-sync-state-change"   // OsClockSyncStateChange
+	typeGnssStateChange        = "event.sync.gnss-status.gnss-state-change"            // GnssStateChange
+	typePtpClockClassChange    = "event.sync.ptp-status.ptp-clock-class-change"        // PtpClockClassChange
+
+	resourceSyncState  = "/sync/sync-status/sync-state"          // SyncStatusState
+	resourceLockState  = "/sync/ptp-status/lock-state"           // PtpLockState
+	resourceOsClock    = "/sync/sync-status/os-clock-sync-state" // OsClockSyncState
+	resourceGnss       = "/sync/gnss-status/gnss-sync-status"    // GnssSyncStatus
+	resourceClockClass = "/sync/ptp-status/clock-class"          // PtpClockClass (O-RAN v3)
+	// resourceClockClassV1 is the clock class's resource in the v1 API,
+	// before O-RAN v3 renamed it (PtpClockClassV1, "Support V1").
+	resourceClockClassV1 = "/sync/ptp-status/ptp-clock-class-change"
 )
 
 // Config says what to simulate.
@@ -164,16 +184,16 @@ var syncStates = []string{"LOCKED", "HOLDOVER", "FREERUN"}
 // resources; GetPTPEventsData: clock class has no notification, the sync
 // state no metric).
 func resources(v1 bool) []resource {
-	class := family.ResourceClockClass
+	class := resourceClockClass
 	if v1 {
-		class = family.ResourceClockClassV1
+		class = resourceClockClassV1
 	}
 	return []resource{
-		{typ: family.PtpStateChange, path: family.ResourceLockState, states: syncStates, metric: true},
-		{typ: family.OsClockSyncStateChange, path: family.ResourceOsClock, states: syncStates, metric: true},
-		{typ: family.SyncStateChange, path: family.ResourceSyncState, states: syncStates},
-		{typ: family.PtpClockClassChange, path: class, metric: true, metricValues: []int64{6, 7, 248}},
-		{typ: family.GnssStateChange, path: family.ResourceGnss, states: []string{"SYNCHRONIZED", "ACQUIRING-SYNC", "ANTENNA-DISCONNECTED", "FREERUN"}, metric: true, gpsFix: true},
+		{typ: typePtpStateChange, path: resourceLockState, states: syncStates, metric: true},
+		{typ: typeOsClockSyncStateChange, path: resourceOsClock, states: syncStates, metric: true},
+		{typ: typeSyncStateChange, path: resourceSyncState, states: syncStates},
+		{typ: typePtpClockClassChange, path: class, metric: true, metricValues: []int64{6, 7, 248}},
+		{typ: typeGnssStateChange, path: resourceGnss, states: []string{"SYNCHRONIZED", "ACQUIRING-SYNC", "ANTENNA-DISCONNECTED", "FREERUN"}, metric: true, gpsFix: true},
 	}
 }
 
@@ -316,7 +336,7 @@ func Run(ctx context.Context, cfg Config, pub Publisher, progress func(sent int)
 			}
 			if rng.Float64() < cfg.Bad {
 				exp.DeadLetters++
-				m, err := n.message(cfg.Topic, family.PtpStateChange, fmt.Sprintf("%s-bad-%d", n.name, seq), []map[string]any{})
+				m, err := n.message(cfg.Topic, typePtpStateChange, fmt.Sprintf("%s-bad-%d", n.name, seq), []map[string]any{})
 				if err != nil {
 					return nil, err
 				}
