@@ -23,7 +23,7 @@
 // In its first round and after a restart a hub sends its full state
 // (managedclusters, clusterspolicies, compliance) before any delta, as a
 // real agent does. The messages go to a Publisher; KafkaPublisher sends
-// them through the transport. Everything but the event times follows from
+// them to Kafka in STB's wire format (EncodeSTB). Everything but the event times follows from
 // Config.Seed: the same configuration gives the same messages and the same
 // Expected.
 //
@@ -46,4 +46,12 @@
 // Such a run publishes GHMessages, through a GHPublisher (KafkaPublisher
 // is one), and its Expected holds the tables of those types; the versions
 // of its types are the bridge's to map and are not in it.
+//
+// The simulator is a witness independent of the bridge: it writes each
+// sender's wire format from that sender's definition (wire.go, and the
+// work and cne subpackages), with its own Kafka producer, and imports
+// nothing of the bridge's decoding side (pkg/transport, pkg/jsonscan,
+// dbsyncers); of this module it uses only pkg/bundle, the bundle types and
+// versions that are the data model both sides share. A test of the module
+// (test/imports_test.go) holds it to that with go list.
 package sim
