@@ -51,22 +51,26 @@ import (
 // events, all their chunks, and never of managedclustermigration, whose
 // versions start again with every migration.
 
-// Bundle types of the global-hub agent, as the bridge's global-hub profile
-// names them (its type after the CloudEvents prefix, behind
-// bundle.GlobalHubPrefix).
+// Bundle types of the global-hub agent: its event type after the
+// CloudEvents prefix (ghEventTypePrefix), behind bundle.GlobalHubPrefix.
+// The event types are the agent's pkg/enum/event_type.go, by the name
+// beside each.
 const (
-	TypeGHHeartbeat          = bundle.GlobalHubPrefix + "managedhub.heartbeat"
-	TypeGHHubInfo            = bundle.GlobalHubPrefix + "managedhub.info"
-	TypeGHManagedCluster     = bundle.GlobalHubPrefix + "managedcluster"
-	TypeGHLocalSpec          = bundle.GlobalHubPrefix + "policy.localspec"
-	TypeGHLocalCompliance    = bundle.GlobalHubPrefix + "policy.localcompliance"
-	TypeGHCompleteCompliance = bundle.GlobalHubPrefix + "policy.localcompletecompliance"
-	TypeGHClusterEvent       = bundle.GlobalHubPrefix + "event.managedcluster"
-	TypeGHRootPolicyEvent    = bundle.GlobalHubPrefix + "event.localrootpolicy"
-	TypeGHReplicatedEvent    = bundle.GlobalHubPrefix + "event.localreplicatedpolicy"
-	TypeGHCGUEvent           = bundle.GlobalHubPrefix + "event.clustergroupupgrade"
-	TypeGHAlertCounts        = bundle.GlobalHubPrefix + "security.alertcounts"
-	TypeGHMigration          = bundle.GlobalHubPrefix + "managedclustermigration"
+	TypeGHHeartbeat          = bundle.GlobalHubPrefix + "managedhub.heartbeat"           // HubClusterHeartbeatType
+	TypeGHHubInfo            = bundle.GlobalHubPrefix + "managedhub.info"                // HubClusterInfoType
+	TypeGHManagedCluster     = bundle.GlobalHubPrefix + "managedcluster"                 // ManagedClusterType
+	TypeGHLocalSpec          = bundle.GlobalHubPrefix + "policy.localspec"               // LocalPolicySpecType
+	TypeGHLocalCompliance    = bundle.GlobalHubPrefix + "policy.localcompliance"         // LocalComplianceType
+	TypeGHCompleteCompliance = bundle.GlobalHubPrefix + "policy.localcompletecompliance" // LocalCompleteComplianceType
+	TypeGHClusterEvent       = bundle.GlobalHubPrefix + "event.managedcluster"           // ManagedClusterEventType
+	TypeGHRootPolicyEvent    = bundle.GlobalHubPrefix + "event.localrootpolicy"          // LocalRootPolicyEventType
+	TypeGHReplicatedEvent    = bundle.GlobalHubPrefix + "event.localreplicatedpolicy"    // LocalReplicatedPolicyEventType
+	TypeGHCGUEvent           = bundle.GlobalHubPrefix + "event.clustergroupupgrade"      // ClusterGroupUpgradesEventType
+	TypeGHAlertCounts        = bundle.GlobalHubPrefix + "security.alertcounts"           // SecurityAlertCountsType
+	// TypeGHMigration is the type of the migration reports
+	// (enum.ManagedClusterMigrationType of later agents, named in
+	// pkg/bundle/migration; see ghMigrationStatus).
+	TypeGHMigration = bundle.GlobalHubPrefix + "managedclustermigration"
 
 	// GlobalHubTopicPrefix starts the topic of each hub of the global-hub
 	// agent ("gh-status.<hub>"); GlobalHubSharedTopic is the one topic all

@@ -62,10 +62,11 @@ const (
 	ghExtChunkSize   = "extsize"
 	ghExtChunkOffset = "extoffset"
 	// ghExtMigrationID, ghExtMigrationStage and ghExtClusterName are the
-	// extensions of a managedclustermigration report: the agent puts the
-	// migration's id and stage there, not in the data
-	// (migration.MigrationStatusBundle, see ghMigrationStatus;
-	// agent/pkg/spec/migration/migration_from_syncer.go @56e467ca).
+	// extensions of a managedclustermigration event: the migration's id
+	// and stage, which its data does not carry, and the hub the message is
+	// for (pkg/bundle/migration, the comment above MigrationSourceBundle:
+	// migrationid, migrationstage, clustername; that file also names
+	// expiretime, which the simulator does not send).
 	ghExtMigrationID    = "migrationid"
 	ghExtMigrationStage = "migrationstage"
 	ghExtClusterName    = "clustername"
