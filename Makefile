@@ -1,8 +1,8 @@
 # STB — status transport bridge. `make` (or `make help`) lists the targets.
 #
-# Everything the project checks runs through here (STYLE.md §14): fmt, vet and lint (staticcheck,
+# Everything the project checks runs through here (docs/conventions.md): fmt, vet and lint (staticcheck,
 # installed by this Makefile from the Go module proxy at a pinned version), test (always -race, against
-# a real PostgreSQL that `make postgres` makes sure is running, DESIGN.md §14), bench and demo.
+# a real PostgreSQL that `make postgres` makes sure is running, docs/design.md "Testing"), bench and demo.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -62,7 +62,7 @@ PODMAN      ?= CONTAINERS_CONF=$(CURDIR)/$(PODMAN_CONF) podman --storage-driver 
 IMAGE_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 IMAGE_TEST_DEMOFLAGS    ?= --hubs 20 --duration 5s --http-addr= --admin-addr=
 
-.PHONY: help build fmt fmt-fix vet lint staticcheck tools postgres chromium test fuzz-short bench demo clean \
+.PHONY: help build fmt fmt-fix vet lint staticcheck docs-check tools postgres chromium test fuzz-short bench demo clean \
 	image image-tools image-test
 
 ## help: list the targets (the default)
@@ -94,8 +94,12 @@ fmt-fix:
 vet:
 	$(GO) vet $(PKGS)
 
-## lint: fmt + vet + staticcheck (pinned, installed into bin/tools on first use)
-lint: fmt vet staticcheck
+## lint: fmt + vet + staticcheck (pinned, installed into bin/tools on first use) + docs-check
+lint: fmt vet staticcheck docs-check
+
+## docs-check: fail if a tracked file refers to a document outside the repository (docs/ holds the design)
+docs-check:
+	$(GO) test -count=1 -run '^(TestSelfContained|TestMatches)$$' ./docs/
 
 # staticcheck alone; `lint` is the target to run.
 staticcheck: $(STATICCHECK)

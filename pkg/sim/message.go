@@ -8,7 +8,7 @@ import (
 
 // Message is one bundle as a hub publishes it: the transport's Envelope,
 // whose fields map one to one onto the CloudEvent the transport sends
-// (DESIGN.md §3). It is that type, not a copy of it, so that a simulated
+// (docs/design.md, Wire formats). It is that type, not a copy of it, so that a simulated
 // message goes to the Kafka publisher as it is (KafkaPublisher). Its Topic
 // is Config.Topic, its ID unique per event within one run, its Type the
 // short bundle type ("heartbeat", or one under bundle.GlobalHubPrefix for the
