@@ -153,7 +153,7 @@ bench: postgres
 demo: build postgres
 	$(STB) demo $(DEMOFLAGS)
 
-## image-tools: make sure podman, runc and musl-gcc are there for the image (installs them)
+## image-tools: make sure podman, runc, musl-gcc and CA certificates are there for the image (installs them)
 image-tools:
 	./scripts/ensure-image-tools.sh
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # ensure-image-tools.sh — make sure the tools `make image` needs are installed: podman (builds and runs
 # the image without a daemon), runc (the runtime `make image-test` runs it with: crun, podman's
-# default, refuses this machine's hybrid cgroups) and musl-gcc (links the static stb binary the image
-# holds).
+# default, refuses this machine's hybrid cgroups), musl-gcc (links the static stb binary the image
+# holds) and the CA bundle the image copies (/etc/ssl/certs/ca-certificates.crt).
 #
 # Used by `make image` and `make image-test`. Whatever is missing is installed from Debian's packages
-# with apt-get (sudo if not root): `podman`, `runc` and `musl-tools`. A second run is a no-op.
+# with apt-get (sudo if not root): `podman`, `runc`, `musl-tools`, `ca-certificates`. A second run is
+# a no-op.
 set -euo pipefail
 
 log() { printf 'ensure-image-tools: %s\n' "$*" >&2; }
@@ -28,6 +29,7 @@ missing=()
 command -v podman >/dev/null 2>&1 || missing+=(podman)
 command -v runc >/dev/null 2>&1 || missing+=(runc)
 command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
+[ -s /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
@@ -39,4 +41,5 @@ as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recom
 command -v podman >/dev/null 2>&1 || die "apt-get install podman finished, but podman is not on PATH"
 command -v runc >/dev/null 2>&1 || die "apt-get install runc finished, but runc is not on PATH"
 command -v musl-gcc >/dev/null 2>&1 || die "apt-get install musl-tools finished, but musl-gcc is not on PATH"
+[ -s /etc/ssl/certs/ca-certificates.crt ] || die "apt-get install ca-certificates finished, but /etc/ssl/certs/ca-certificates.crt is missing"
 log "installed $(podman --version), runc and musl-gcc"
