@@ -1,8 +1,8 @@
 # STB — status transport bridge. `make` (or `make help`) lists the targets.
 #
-# Everything the project checks runs through here (STYLE.md §14): fmt, vet and lint (staticcheck,
+# Everything the project checks runs through here (docs/conventions.md): fmt, vet and lint (staticcheck,
 # installed by this Makefile from the Go module proxy at a pinned version), test (always -race, against
-# a real PostgreSQL that `make postgres` makes sure is running, DESIGN.md §14), bench and demo.
+# a real PostgreSQL that `make postgres` makes sure is running, docs/design.md "Testing"), bench and demo.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -15,6 +15,14 @@ STB     := ./$(BIN_DIR)/stb
 
 # confluent-kafka-go links its bundled librdkafka through cgo; -race needs cgo as well.
 export CGO_ENABLED := 1
+
+# Build information stamped into the binary (internal/buildinfo; `stb version`, stb_build_info): the
+# release tag or `git describe` between tags, and the commit, "-dirty" with uncommitted changes.
+# Recursive (=), so git runs only for the targets that link a binary.
+BUILDINFO_PKG := github.com/stbridge/stb/internal/buildinfo
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+VERSION_LDFLAGS = -X $(BUILDINFO_PKG).version=$(VERSION) -X $(BUILDINFO_PKG).revision=$(REVISION)
 
 # Database the tests (and the demo) use; each test creates its own throwaway database from it.
 STB_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
@@ -38,7 +46,24 @@ STATICCHECK         := ./$(STATICCHECK_DIR)/staticcheck
 FIND_GO_FILES := find . \( -path ./.git -o -path ./bin -o -path ./vendor -o -name testdata \) -prune \
 	-o -name '*.go' -type f -print0
 
-.PHONY: help build fmt fmt-fix vet lint staticcheck tools postgres chromium test fuzz-short bench demo clean
+# The container image (deploy/Dockerfile): a static binary linked against musl, built here and copied
+# into an image FROM scratch by podman (no daemon, no registry needed). IMAGE_TAG defaults to the
+# version; deploy/kubernetes pins the release tag it deploys.
+IMAGE     ?= ghcr.io/stbridge/stb
+IMAGE_TAG ?= $(VERSION)
+IMAGE_DIR := $(BIN_DIR)/image
+# podman as it runs on this kind of machine (a container without systemd, hybrid cgroups): vfs storage,
+# runc (crun refuses hybrid cgroups), cgroupfs, and a containers.conf without default ulimits, which
+# an unprivileged container may not raise. Override PODMAN to use another engine's podman CLI.
+PODMAN_CONF := $(IMAGE_DIR)/containers.conf
+PODMAN      ?= CONTAINERS_CONF=$(CURDIR)/$(PODMAN_CONF) podman --storage-driver vfs --runtime runc --cgroup-manager cgroupfs
+# `make image-test` runs the demo inside the container against the local PostgreSQL (host network). A
+# short run; the HTTP listeners are off so that nothing else on the machine's 8080/8081 gets in the way.
+IMAGE_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+IMAGE_TEST_DEMOFLAGS    ?= --hubs 20 --duration 5s --http-addr= --admin-addr=
+
+.PHONY: help build fmt fmt-fix vet lint staticcheck docs-check tools postgres chromium test fuzz-short bench demo clean \
+	image image-tools image-test
 
 ## help: list the targets (the default)
 help:
@@ -48,9 +73,9 @@ help:
 	@echo
 	@echo 'Variables: STB_TEST_DATABASE_URL, TESTFLAGS, TEST_TIMEOUT, BENCHFLAGS, DEMOFLAGS, PKGS'
 
-## build: build the stb binary into bin/stb (cgo: bundled librdkafka)
+## build: build the stb binary into bin/stb (cgo: bundled librdkafka), stamped with VERSION and REVISION
 build:
-	$(GO) build -o $(STB) ./cmd/stb
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(STB) ./cmd/stb
 
 ## fmt: fail if any Go file is not gofmt-formatted
 fmt:
@@ -69,8 +94,12 @@ fmt-fix:
 vet:
 	$(GO) vet $(PKGS)
 
-## lint: fmt + vet + staticcheck (pinned, installed into bin/tools on first use)
-lint: fmt vet staticcheck
+## lint: fmt + vet + staticcheck (pinned, installed into bin/tools on first use) + docs-check
+lint: fmt vet staticcheck docs-check
+
+## docs-check: fail if a tracked file refers to a document outside the repository (docs/ holds the design)
+docs-check:
+	$(GO) test -count=1 -run '^(TestSelfContained|TestMatches)$$' ./docs/
 
 # staticcheck alone; `lint` is the target to run.
 staticcheck: $(STATICCHECK)
@@ -123,6 +152,39 @@ bench: postgres
 ## demo: embedded Kafka + local Postgres + simulate + run + verify (DEMOFLAGS adds flags)
 demo: build postgres
 	$(STB) demo $(DEMOFLAGS)
+
+## image-tools: make sure podman, runc, musl-gcc and CA certificates are there for the image (installs them)
+image-tools:
+	./scripts/ensure-image-tools.sh
+
+# --no-cache: podman 4.3's build reused a cached COPY layer after the instruction's --chown changed;
+# the layers are a CA bundle, an empty directory and the binary, so nothing is worth caching. The prune
+# drops the image the tag named before.
+## image: build the container image IMAGE:IMAGE_TAG (deploy/Dockerfile: static musl binary FROM scratch)
+image: image-tools
+	rm -rf $(IMAGE_DIR)
+	mkdir -p $(IMAGE_DIR)
+	mkdir -p $(IMAGE_DIR)/tmp
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/ca-certificates.crt
+	printf '[containers]\ndefault_ulimits = []\n' > $(PODMAN_CONF)
+	CC=musl-gcc $(GO) build -tags musl -trimpath \
+		-ldflags '-s -w -linkmode external -extldflags -static $(VERSION_LDFLAGS)' \
+		-o $(IMAGE_DIR)/stb ./cmd/stb
+	@if readelf -l $(IMAGE_DIR)/stb | grep -q INTERP; then echo 'image: $(IMAGE_DIR)/stb wants a dynamic loader: not static' >&2; exit 1; fi
+	$(PODMAN) build --no-cache -f deploy/Dockerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_DIR)
+	$(PODMAN) image prune -f >/dev/null
+	@echo "image: built $(IMAGE):$(IMAGE_TAG) ($$($(PODMAN) image inspect --format '{{.Size}}' $(IMAGE):$(IMAGE_TAG)) bytes)"
+
+## image-test: build the image, then run `stb version` and the demo in it against the local PostgreSQL
+image-test: image postgres
+	@user="$$($(PODMAN) image inspect --format '{{.Config.User}}' $(IMAGE):$(IMAGE_TAG))"; \
+	if [[ $$user != 10001:10001 ]]; then echo "image-test: the image runs as '$$user', want 10001:10001" >&2; exit 1; fi; \
+	echo "image-test: runs as $$user"
+	$(PODMAN) run --rm $(IMAGE):$(IMAGE_TAG) version | tee $(IMAGE_DIR)/version.out
+	@grep -qxF 'stb $(VERSION)' $(IMAGE_DIR)/version.out || { echo 'image-test: `stb version` does not say $(VERSION)' >&2; exit 1; }
+	$(PODMAN) run --rm --network host $(IMAGE):$(IMAGE_TAG) demo \
+		--database-url '$(IMAGE_TEST_DATABASE_URL)' $(IMAGE_TEST_DEMOFLAGS)
+	@echo 'image-test: ok — $(IMAGE):$(IMAGE_TAG) ran `stb version` and the demo'
 
 ## clean: remove build output, installed tools and test caches
 clean:

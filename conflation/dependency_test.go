@@ -123,7 +123,7 @@ func TestDependencyRules(t *testing.T) {
 			{insert: "managedclusters", ver: v(2, 51)},
 			{apply: true, want: ""},
 		}},
-		// Partitions handed over by another replica (DESIGN.md §10): what
+		// Partitions handed over by another replica (docs/design.md, Scaling out): what
 		// it wrote before the stored position is restored from the
 		// database, never read from Kafka.
 		{"compliance waiting for a placement another replica wrote", []step{

@@ -359,7 +359,7 @@ func (m *Manager) bury(u *Unit) {
 }
 
 // DropPartition forgets the bundles read from a partition that was revoked
-// and that no worker has taken yet (DESIGN.md §10): the partition's new
+// and that no worker has taken yet (docs/design.md, Scaling out): the partition's new
 // owner reads them again from the committed position, which is behind
 // them. What is in flight finishes; the caller waits for it. Until the
 // returned end is called, bundles of the partition that a failed write

@@ -293,7 +293,7 @@ func runModel(t *testing.T, seed uint64) (evictions, revivals int) {
 				start()
 			}
 		case k == 9 && r.IntN(3) == 0 && !draining:
-			// Handover (DESIGN.md §10): on revocation this bridge commits
+			// Handover (docs/design.md, Scaling out): on revocation this bridge commits
 			// a last time (behind everything it holds), drops what no
 			// worker has taken, and waits for what is in flight. Another
 			// replica resumes at the committed position, writes what it

@@ -238,7 +238,7 @@ func TestPopStopsWhenCancelledEvenWithUnitsQueued(t *testing.T) {
 // TestDropPartition: a revoked partition's bundles that no worker has
 // taken are dropped, what is in flight stays, and once the partition comes
 // back the dropped versions are taken again rather than counted as stale
-// (DESIGN.md §10).
+// (docs/design.md, Scaling out).
 func TestDropPartition(t *testing.T) {
 	f := newFixture(t)
 	f.insert("hub", "heartbeat", v(1, 1), nil)

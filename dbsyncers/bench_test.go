@@ -11,7 +11,7 @@ import (
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
-// benchClusters is the size of a large hub (DESIGN.md §15).
+// benchClusters is the size of a large hub (docs/design.md, Performance).
 const benchClusters = 3000
 
 // benchClusterJSON returns a ManagedCluster object of about 1.5 KiB, the

@@ -14,7 +14,7 @@ import (
 )
 
 // benchPolicies × benchClusters is the compliance table of a large hub:
-// 135,000 rows (DESIGN.md §15).
+// 135,000 rows (docs/design.md, Performance).
 const benchPolicies = 45
 
 // benchPolicyID returns the id of policy i, as long as a Kubernetes uid.

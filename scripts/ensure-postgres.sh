@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ensure-postgres.sh — make a PostgreSQL server reachable at $STB_TEST_DATABASE_URL.
 #
-# Used by `make postgres` (and so by `make test` and `make demo`); see DESIGN.md §14: the database tests
+# Used by `make postgres` (and so by `make test` and `make demo`); see docs/design.md, "Testing": the database tests
 # must run, never be skipped, so this script either leaves a working server behind or fails loudly.
 #
 # Steps, each skipped when it is not needed (the script is idempotent; a second run is a no-op):

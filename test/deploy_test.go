@@ -3,10 +3,12 @@ package test
 import (
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,6 +108,7 @@ func only(t *testing.T, ms []*manifest, kind string, into any) *manifest {
 
 type k8sDeployment struct {
 	Spec struct {
+		Replicas *int `yaml:"replicas"`
 		Selector struct {
 			MatchLabels map[string]string `yaml:"matchLabels"`
 		} `yaml:"selector"`
@@ -113,15 +116,66 @@ type k8sDeployment struct {
 			Metadata struct {
 				Labels map[string]string `yaml:"labels"`
 			} `yaml:"metadata"`
-			Spec struct {
-				TerminationGracePeriodSeconds *int64 `yaml:"terminationGracePeriodSeconds"`
-				SecurityContext               struct {
-					RunAsNonRoot *bool `yaml:"runAsNonRoot"`
-				} `yaml:"securityContext"`
-				Containers []k8sContainer `yaml:"containers"`
-			} `yaml:"spec"`
+			Spec k8sPodSpec `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
+}
+
+type k8sPodSpec struct {
+	TerminationGracePeriodSeconds *int64 `yaml:"terminationGracePeriodSeconds"`
+	ServiceAccountName            string `yaml:"serviceAccountName"`
+	AutomountServiceAccountToken  *bool  `yaml:"automountServiceAccountToken"`
+	RestartPolicy                 string `yaml:"restartPolicy"`
+	SecurityContext               struct {
+		RunAsNonRoot *bool `yaml:"runAsNonRoot"`
+	} `yaml:"securityContext"`
+	Containers []k8sContainer `yaml:"containers"`
+}
+
+type k8sJob struct {
+	Spec struct {
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"metadata"`
+			Spec k8sPodSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type k8sServiceAccount struct {
+	AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
+}
+
+type k8sPDB struct {
+	Spec struct {
+		MinAvailable   yaml.Node `yaml:"minAvailable"`   // Kind 0 when absent
+		MaxUnavailable yaml.Node `yaml:"maxUnavailable"` // Kind 0 when absent
+		Selector       struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"selector"`
+	} `yaml:"spec"`
+}
+
+type k8sNetworkPolicy struct {
+	Spec struct {
+		PodSelector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"podSelector"`
+		PolicyTypes []string         `yaml:"policyTypes"`
+		Ingress     []k8sNetworkRule `yaml:"ingress"`
+		Egress      []k8sNetworkRule `yaml:"egress"`
+	} `yaml:"spec"`
+}
+
+// k8sNetworkRule is an ingress rule (From) or an egress rule (To).
+type k8sNetworkRule struct {
+	From  []yaml.Node `yaml:"from"`
+	To    []yaml.Node `yaml:"to"`
+	Ports []struct {
+		Port     yaml.Node `yaml:"port"`
+		Protocol string    `yaml:"protocol"`
+	} `yaml:"ports"`
 }
 
 type k8sContainer struct {
@@ -195,6 +249,12 @@ type k8sSecret struct {
 type k8sKustomization struct {
 	Namespace string   `yaml:"namespace"`
 	Resources []string `yaml:"resources"`
+	Images    []struct {
+		Name    string `yaml:"name"`
+		NewName string `yaml:"newName"`
+		NewTag  string `yaml:"newTag"`
+		Digest  string `yaml:"digest"`
+	} `yaml:"images"`
 }
 
 type prometheusRule struct {
@@ -218,14 +278,24 @@ type prometheusRule struct {
 // the Deployment (which stb would silently ignore) is caught here.
 func runFlags(t *testing.T) map[string][2]string {
 	t.Helper()
-	out, _ := exec.Command(stbBin, "run", "--help").CombinedOutput() // exits non-zero on --help
+	flags := commandFlags(t, "run")
+	if len(flags) < 10 {
+		t.Fatalf("could read only %d flags of `stb run --help`", len(flags))
+	}
+	return flags
+}
+
+// commandFlags returns a subcommand's flags from its --help, as runFlags.
+func commandFlags(t *testing.T, command string) map[string][2]string {
+	t.Helper()
+	out, _ := exec.Command(stbBin, command, "--help").CombinedOutput() // exits non-zero on --help
 	re := regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+) \((STB_[A-Z0-9_]+), default (.*)\)$`)
 	flags := map[string][2]string{}
 	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
 		flags[m[1]] = [2]string{m[2], m[3]}
 	}
-	if len(flags) < 10 {
-		t.Fatalf("could not read the flags of `stb run --help`:\n%s", out)
+	if len(flags) == 0 {
+		t.Fatalf("could not read the flags of `stb %s --help`:\n%s", command, out)
 	}
 	return flags
 }
@@ -281,6 +351,9 @@ func TestDeployManifests(t *testing.T) {
 	c := pod.Containers[0]
 	if !strings.HasPrefix(c.Image, "ghcr.io/stbridge/stb:") {
 		t.Errorf("Deployment: image %q, want ghcr.io/stbridge/stb:<tag>", c.Image)
+	}
+	if tag := c.Image[strings.LastIndex(c.Image, ":")+1:]; tag == "latest" || tag == "" {
+		t.Errorf("Deployment: image %q, want a pinned release tag, not latest", c.Image)
 	}
 	if len(c.Command) > 0 || len(c.Args) == 0 || c.Args[0] != "run" {
 		t.Errorf("Deployment: want the image's entrypoint with args [run ...], got command %q args %q", c.Command, c.Args)
@@ -457,9 +530,11 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 
-	// Kustomization lists every manifest but the example Secret.
+	// Kustomization lists every manifest but the example Secret and the
+	// migrate Job (applied on its own: a Job's pod template is immutable).
 	var kz k8sKustomization
 	only(t, ms, "Kustomization", &kz)
+	checkKustomizeImage(t, kz, c.Image)
 	listed := map[string]bool{}
 	for _, r := range kz.Resources {
 		listed[r] = true
@@ -473,6 +548,10 @@ func TestDeployManifests(t *testing.T) {
 		case m.meta.Kind == "Secret":
 			if listed[m.file] {
 				t.Errorf("kustomization.yaml must not apply the example Secret %s", m.file)
+			}
+		case m.meta.Kind == "Job":
+			if listed[m.file] {
+				t.Errorf("kustomization.yaml must not apply the Job %s: its pod template is immutable, so the next upgrade's apply would fail", m.file)
 			}
 		case !listed[m.file]:
 			t.Errorf("kustomization.yaml does not list %s", m.file)
@@ -529,4 +608,250 @@ func parseCPU(s string) (float64, error) {
 		return float64(n) / 1000, err
 	}
 	return strconv.ParseFloat(s, 64)
+}
+
+// checkKustomizeImage: the kustomization pins the Deployment's image to a
+// release (a tag other than latest, or a digest), the same the Deployment
+// names, so that the manifests read as what is deployed.
+func checkKustomizeImage(t *testing.T, kz k8sKustomization, image string) {
+	t.Helper()
+	name, tag, _ := strings.Cut(image, ":")
+	found := false
+	for _, im := range kz.Images {
+		if im.Name != name {
+			continue
+		}
+		found = true
+		switch {
+		case im.Digest != "":
+			if !strings.HasPrefix(im.Digest, "sha256:") {
+				t.Errorf("kustomization.yaml: image %s digest %q, want sha256:...", name, im.Digest)
+			}
+		case im.NewTag == "" || im.NewTag == "latest":
+			t.Errorf("kustomization.yaml: image %s newTag %q, want a pinned release tag", name, im.NewTag)
+		case im.NewTag != tag:
+			t.Errorf("kustomization.yaml: image %s newTag %q, but deployment.yaml names %q: keep them the same", name, im.NewTag, tag)
+		}
+	}
+	if !found {
+		t.Errorf("kustomization.yaml: no images entry for %s: pin its tag there", name)
+	}
+}
+
+// envValue is what the container sets for a flag: its argument, else its
+// STB_* variable, else the binary's default.
+func envValue(c k8sContainer, flags map[string][2]string, flag string) string {
+	if v, ok := flagValue(c.Args, flag); ok {
+		return v
+	}
+	for _, e := range c.Env {
+		if e.Name == flags[flag][0] && e.ValueFrom == nil {
+			return e.Value
+		}
+	}
+	return flags[flag][1]
+}
+
+// addrPort returns the port of host:port, or 0.
+func addrPort(addr string) int {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return 0
+	}
+	p, _ := strconv.Atoi(addr[i+1:])
+	return p
+}
+
+// TestDeployObjects checks the objects around the Deployment: its
+// ServiceAccount, PodDisruptionBudget, NetworkPolicy, the migrate Job, and
+// that the namespace comes from the kustomization alone.
+func TestDeployObjects(t *testing.T) {
+	ms := loadManifests(t)
+	flags := runFlags(t)
+	var dep k8sDeployment
+	only(t, ms, "Deployment", &dep)
+	pod := dep.Spec.Template.Spec
+	podLabels := dep.Spec.Template.Metadata.Labels
+	if len(pod.Containers) != 1 {
+		t.Fatalf("Deployment: want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+
+	// Namespace: set by the kustomization, named by no manifest and by no
+	// alert expression (kustomize does not rewrite PromQL).
+	var kz k8sKustomization
+	only(t, ms, "Kustomization", &kz)
+	if kz.Namespace == "" {
+		t.Errorf("kustomization.yaml: no namespace")
+	}
+	for _, m := range ms {
+		if m.meta.Kind != "Kustomization" && m.meta.Metadata.Namespace != "" {
+			t.Errorf("%s names namespace %q: leave it to kustomization.yaml", m, m.meta.Metadata.Namespace)
+		}
+	}
+	var rule prometheusRule
+	only(t, ms, "PrometheusRule", &rule)
+	nsMatcher := regexp.MustCompile(`namespace\s*(=|!=|=~|!~)\s*"`)
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			if nsMatcher.MatchString(r.Expr) {
+				t.Errorf("PrometheusRule: %s filters on a namespace written in the expression, which kustomize does not rewrite: %s", r.Alert+r.Record, strings.TrimSpace(r.Expr))
+			}
+		}
+	}
+
+	// ServiceAccount: the pods use it, and nothing mounts a token (stb never
+	// calls the Kubernetes API).
+	var sa k8sServiceAccount
+	saManifest := only(t, ms, "ServiceAccount", &sa)
+	if pod.ServiceAccountName != saManifest.meta.Metadata.Name {
+		t.Errorf("Deployment: serviceAccountName %q, want %q (%s)", pod.ServiceAccountName, saManifest.meta.Metadata.Name, saManifest.file)
+	}
+	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		t.Errorf("ServiceAccount: automountServiceAccountToken must be false")
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("Deployment: automountServiceAccountToken must be false")
+	}
+
+	// PodDisruptionBudget: selects the pods, and never lets a drain take
+	// every replica at once.
+	var pdb k8sPDB
+	only(t, ms, "PodDisruptionBudget", &pdb)
+	if !isSubset(pdb.Spec.Selector.MatchLabels, podLabels) {
+		t.Errorf("PodDisruptionBudget: selector %v does not select the pods (%v)", pdb.Spec.Selector.MatchLabels, podLabels)
+	}
+	replicas := 1
+	if dep.Spec.Replicas != nil {
+		replicas = *dep.Spec.Replicas
+	}
+	switch {
+	case (pdb.Spec.MinAvailable.Kind == 0) == (pdb.Spec.MaxUnavailable.Kind == 0):
+		t.Errorf("PodDisruptionBudget: want exactly one of minAvailable and maxUnavailable")
+	case pdb.Spec.MaxUnavailable.Kind != 0:
+		if n, err := strconv.Atoi(pdb.Spec.MaxUnavailable.Value); err != nil || n < 1 || (replicas > 1 && n >= replicas) {
+			t.Errorf("PodDisruptionBudget: maxUnavailable %q with %d replicas, want a number from 1 to replicas-1", pdb.Spec.MaxUnavailable.Value, replicas)
+		}
+	default:
+		if n, err := strconv.Atoi(pdb.Spec.MinAvailable.Value); err != nil || n < 1 || n >= replicas {
+			t.Errorf("PodDisruptionBudget: minAvailable %q with %d replicas, want a number from 1 to replicas-1", pdb.Spec.MinAvailable.Value, replicas)
+		}
+	}
+
+	// NetworkPolicy: selects the pods; lets in only the public http port,
+	// from a namespace selector, never the admin port; lets out DNS, the
+	// Kafka brokers' ports and the database's.
+	var np k8sNetworkPolicy
+	only(t, ms, "NetworkPolicy", &np)
+	if !isSubset(np.Spec.PodSelector.MatchLabels, podLabels) {
+		t.Errorf("NetworkPolicy: podSelector %v does not select the pods (%v)", np.Spec.PodSelector.MatchLabels, podLabels)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, "Ingress") || !slices.Contains(np.Spec.PolicyTypes, "Egress") {
+		t.Errorf("NetworkPolicy: policyTypes %v, want Ingress and Egress", np.Spec.PolicyTypes)
+	}
+	httpPort := addrPort(envValue(c, flags, "http-addr"))
+	adminPort := addrPort(envValue(c, flags, "admin-addr"))
+	containerPort := func(n yaml.Node) (string, int, bool) {
+		for _, p := range c.Ports {
+			if portMatches(n, p.Name, p.ContainerPort) {
+				return p.Name, p.ContainerPort, true
+			}
+		}
+		return "", 0, false
+	}
+	httpAllowed := false
+	for i, r := range np.Spec.Ingress {
+		if len(r.From) == 0 {
+			t.Errorf("NetworkPolicy: ingress rule %d has no from: it lets in every source", i)
+		}
+		if len(r.Ports) == 0 {
+			t.Errorf("NetworkPolicy: ingress rule %d has no ports: it opens every port, the admin port too", i)
+		}
+		for _, p := range r.Ports {
+			name, number, ok := containerPort(p.Port)
+			switch {
+			case !ok:
+				t.Errorf("NetworkPolicy: ingress port %q is no port of the container (%+v)", p.Port.Value, c.Ports)
+			case adminPort != 0 && number == adminPort:
+				t.Errorf("NetworkPolicy: ingress to the admin port %d (%s): the console is reached by port-forward, from nowhere by default", number, name)
+			case number == httpPort:
+				httpAllowed = true
+			}
+		}
+	}
+	if !httpAllowed {
+		t.Errorf("NetworkPolicy: no ingress rule lets Prometheus reach the http port %d", httpPort)
+	}
+	egress := map[string]bool{} // "PROTO/port"
+	for _, r := range np.Spec.Egress {
+		if len(r.Ports) == 0 {
+			egress["any"] = true
+		}
+		for _, p := range r.Ports {
+			proto := p.Protocol
+			if proto == "" {
+				proto = "TCP"
+			}
+			egress[proto+"/"+p.Port.Value] = true
+		}
+	}
+	wantOut := map[string]string{"UDP/53": "DNS", "TCP/53": "DNS over TCP"}
+	for _, b := range strings.Split(envValue(c, flags, "kafka-brokers"), ",") {
+		wantOut["TCP/"+strconv.Itoa(addrPort(b))] = "Kafka broker " + b
+	}
+	var secret k8sSecret
+	only(t, ms, "Secret", &secret)
+	if u, err := url.Parse(secret.StringData["database-url"]); err != nil || u.Port() == "" {
+		t.Errorf("secret.example.yaml: database-url %q has no port (%v)", secret.StringData["database-url"], err)
+	} else {
+		wantOut["TCP/"+u.Port()] = "PostgreSQL " + u.Host
+	}
+	if !egress["any"] {
+		for k, what := range wantOut {
+			if !egress[k] {
+				t.Errorf("NetworkPolicy: no egress to %s (%s)", k, what)
+			}
+		}
+	}
+
+	// The migrate Job: `stb migrate` from the Deployment's image, its
+	// variables `stb migrate`'s, the database URL from the Secret.
+	var job k8sJob
+	only(t, ms, "Job", &job)
+	jp := job.Spec.Template.Spec
+	if len(jp.Containers) != 1 {
+		t.Fatalf("Job: want one container, got %d", len(jp.Containers))
+	}
+	jc := jp.Containers[0]
+	if len(jc.Command) > 0 || len(jc.Args) == 0 || jc.Args[0] != "migrate" {
+		t.Errorf("Job: want the image's entrypoint with args [migrate ...], got command %q args %q", jc.Command, jc.Args)
+	}
+	if jc.Image != c.Image {
+		t.Errorf("Job: image %q, but the Deployment runs %q: migrate with the release deployed", jc.Image, c.Image)
+	}
+	if jp.RestartPolicy != "Never" && jp.RestartPolicy != "OnFailure" {
+		t.Errorf("Job: restartPolicy %q, want Never or OnFailure", jp.RestartPolicy)
+	}
+	if jp.ServiceAccountName != saManifest.meta.Metadata.Name || jp.AutomountServiceAccountToken == nil || *jp.AutomountServiceAccountToken {
+		t.Errorf("Job: want serviceAccountName %q without a token", saManifest.meta.Metadata.Name)
+	}
+	migrateEnv := map[string]bool{}
+	for _, f := range commandFlags(t, "migrate") {
+		migrateEnv[f[0]] = true
+	}
+	fromSecret := false
+	for _, e := range jc.Env {
+		if strings.HasPrefix(e.Name, "STB_") && !migrateEnv[e.Name] {
+			t.Errorf("Job: %s is not a variable of `stb migrate` (a misspelt variable is silently ignored)", e.Name)
+		}
+		if e.Name == "STB_DATABASE_URL" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			fromSecret = true
+		}
+	}
+	if !fromSecret {
+		t.Errorf("Job: STB_DATABASE_URL must come from a Secret")
+	}
+	if jp.SecurityContext.RunAsNonRoot == nil || !*jp.SecurityContext.RunAsNonRoot {
+		t.Errorf("Job: the pod must run as non-root")
+	}
 }

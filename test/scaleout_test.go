@@ -10,7 +10,7 @@ import (
 )
 
 // TestScaleOut runs two bridges in one consumer group over a live stream
-// (DESIGN.md §10): the second joins mid-run and takes partitions from the
+// (docs/design.md, Scaling out): the second joins mid-run and takes partitions from the
 // first, then the first stops with SIGTERM and hands the rest over. Each
 // partition's row in status.transport is claimed by the bridge reading it,
 // no stored offset ever goes back, and the second bridge alone ends with

@@ -32,6 +32,7 @@ func commands() []command {
 		{"hub", "hub delete|reset NAME: remove a hub while the bridges run", hubCmd},
 		{"deadletters", "dead letters: list, replay (after fixing the cause), purge", deadLettersCmd},
 		{"work", "work resync: ask work agents for the ManifestWork statuses that differ from the stored ones", workCmd},
+		{"version", "print the version, commit, Go release and librdkafka of this build", versionCmd},
 	}
 }
 

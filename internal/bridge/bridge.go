@@ -19,6 +19,7 @@ import (
 
 	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dispatcher"
+	"github.com/stbridge/stb/internal/buildinfo"
 	"github.com/stbridge/stb/internal/console"
 	"github.com/stbridge/stb/internal/hubs"
 	"github.com/stbridge/stb/internal/profiles"
@@ -102,7 +103,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	if b.registry == nil {
 		b.registry = prometheus.NewRegistry()
-		for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.NewCollector()} {
 			if err := b.registry.Register(c); err != nil {
 				return nil, fmt.Errorf("register runtime metrics: %w", err)
 			}

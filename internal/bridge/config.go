@@ -87,7 +87,7 @@ const (
 	DefaultAdminAddr         = "127.0.0.1:8081"
 )
 
-// DefaultPoolSize is 2 × CPUs, at least 4 (DESIGN.md §6).
+// DefaultPoolSize is 2 × CPUs, at least 4 (docs/design.md, Dispatcher and workers).
 func DefaultPoolSize() int { return max(4, 2*runtime.NumCPU()) }
 
 // DefaultConfig returns the configuration of `stb run` without flags.

@@ -5,7 +5,7 @@
 // second, and a final verification (pkg/verify). cmd/stb binds its flags
 // to a Config; tests run it in-process.
 //
-// Its shape is a component's (STYLE.md §5 and §7): a Config with named
+// Its shape is a component's (docs/conventions.md: config structs, goroutine owners): a Config with named
 // defaults and Validate, and Run, which owns every goroutine it starts and
 // waits for them before it returns.
 package demo

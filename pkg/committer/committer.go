@@ -186,7 +186,7 @@ func (c *Committer) Partitions() []*Partition {
 // not even by a Commit that listed the partitions before and waited for
 // this final one: the reader then drops the partition's held bundles,
 // which releases their offsets, and a position stored after that would
-// make the new owner resume past bundles nobody wrote (DESIGN.md §10).
+// make the new owner resume past bundles nobody wrote (docs/design.md, Scaling out).
 func (c *Committer) Revoke(ctx context.Context, topic string, partition int32) error {
 	c.mu.Lock()
 	p, ok := c.parts[key{topic, partition}]

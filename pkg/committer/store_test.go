@@ -38,7 +38,7 @@ func TestPGStoreRoundTrip(t *testing.T) {
 }
 
 // TestPGStoreGuard: once another bridge has claimed a partition, the one
-// that had it can no longer move its position (DESIGN.md §10), until it
+// that had it can no longer move its position (docs/design.md, Scaling out), until it
 // claims the partition again.
 func TestPGStoreGuard(t *testing.T) {
 	pool, _ := dbtest.New(t)

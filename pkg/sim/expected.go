@@ -64,7 +64,7 @@ type HubState struct {
 	// type, or one no newer than this. A compliancedelta's version is
 	// uncertain when a compliance report was sent after the last delta:
 	// the deltas before it may each have been applied or dropped, their
-	// base having been replaced (see DESIGN.md §5). A type is in Versions
+	// base having been replaced (see docs/design.md, Conflation). A type is in Versions
 	// or here, never in both; nil when there is none.
 	VersionsAtMost map[string]bundle.Version
 	// Heartbeat says whether the hub sent a heartbeat, so that

@@ -12,7 +12,7 @@ import (
 )
 
 // refDB is a reference model of the database the bridge writes: the
-// semantics of DESIGN.md §3–5 and of the dbsyncers handlers, applied to
+// semantics of docs/design.md (wire formats, versions, conflation) and of the dbsyncers handlers, applied to
 // messages one at a time, in the order given, without conflation. It reads
 // the payloads with structs of its own, by the wire field names, so that
 // it checks what the simulator sends rather than how it encodes it.

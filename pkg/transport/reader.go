@@ -91,7 +91,7 @@ type Deps struct {
 	// assigned partitions are read, with those partitions. Another replica
 	// may have had them and written what this bridge has not seen; the
 	// bridge refreshes what its units know of the database of the hubs
-	// they carry (DESIGN.md §10). Its context ends after
+	// they carry (docs/design.md, Scaling out). Its context ends after
 	// Config.AssignTimeout, which bounds the whole callback's database
 	// work, so that a database that hangs cannot hold the poll loop past
 	// max.poll.interval.ms. An error is logged and the partitions are read
@@ -99,7 +99,7 @@ type Deps struct {
 	BeforeAssign func(ctx context.Context, parts []PartitionID) error
 	// Dropper, optional, forgets what is held of revoked partitions so
 	// that their new owner, which reads it again, never writes alongside
-	// this bridge (DESIGN.md §10).
+	// this bridge (docs/design.md, Scaling out).
 	Dropper Dropper
 	// GlobalHub, optional, turns on the global-hub wire profile: events
 	// under GlobalHubEventTypePrefix are decoded by it (globalhub.go) and their

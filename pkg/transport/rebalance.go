@@ -219,7 +219,7 @@ func (r *Reader) outOfRange(topic string, partition int32, offset int64) bool {
 // revoke commits each revoked partition a last time, forgets it, and hands
 // it back to librdkafka.
 //
-// As DESIGN.md §10 has it: the final commit stores a position behind
+// As docs/design.md (Scaling out) has it: the final commit stores a position behind
 // everything this bridge still holds of the partition, which is stored for
 // the consumer group too; then the Dropper drops what no worker has taken and
 // the reader waits until what is in flight has finished (the partition is

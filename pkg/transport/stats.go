@@ -37,7 +37,7 @@ type rdStats struct {
 
 // statsMetrics serves the partitions' statistics at scrape time, from the
 // last document read, for the partitions assigned now: a revoked
-// partition's series go with it (STYLE.md §15), where gauges set per
+// partition's series go with it (docs/conventions.md, Metrics), where gauges set per
 // partition stayed, exporting the lag of partitions another replica
 // reads. Series are labelled by TopicLabels: a pattern's sum over every
 // partition of every topic it matched, with an empty partition label.

@@ -14,7 +14,7 @@ import (
 // agents, which publish to a topic per hub (gh-status.<hub>) read by one
 // pattern: thousands of series that come with every hub and never go.
 // Labelled by the subscription entry, the series are bounded by the
-// configuration, as STYLE.md §15 wants.
+// configuration, as docs/conventions.md (Metrics) wants.
 type TopicLabels struct {
 	names    map[string]struct{}
 	patterns []*regexp.Regexp

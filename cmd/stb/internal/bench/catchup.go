@@ -134,7 +134,7 @@ func (e *benchEnv) catchUp(ctx context.Context, res *scenarioResult, suffix stri
 }
 
 // baselineSampleRate sizes the baseline's sample: the messages per second
-// a per-record sink writes (DESIGN.md: 1–2k bundles/s).
+// a per-record sink writes (docs/design.md, Performance: 1–2k bundles/s).
 const baselineSampleRate = 2000
 
 // catchUpBaseline measures the baseline. With --baseline-limit 0 it runs

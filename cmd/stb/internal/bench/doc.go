@@ -49,11 +49,11 @@
 //
 // # Shape
 //
-// No anchor of STYLE.md is a benchmark harness; the parts follow the house
-// shapes where they apply: the scenarios are one explicit list, as the
-// syncers are (STYLE.md §4, watermill's AddHandler); Config has
-// DefaultConfig and Validate (§5, watermill's RouterConfig); every
+// No convention of docs/conventions.md is about a benchmark harness; the
+// parts follow the house shapes where they apply: the scenarios are one explicit list, as the
+// syncers are (one explicit list; watermill's AddHandler); Config has
+// DefaultConfig and Validate (config structs; watermill's RouterConfig); every
 // goroutine and child process has an owner that waits for it or ends it
-// (§7: memSampler.Stop, benchBridge.stop, benchProducer.stop, the broker's
+// (goroutine owners: memSampler.Stop, benchBridge.stop, benchProducer.stop, the broker's
 // close; the children also get SIGKILL when the bench dies).
 package bench

@@ -9,7 +9,7 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// The large hub of DESIGN.md §15: 3,000 managed clusters of real size and
+// The large hub of docs/design.md (Performance): 3,000 managed clusters of real size and
 // 45 policies placed on every one of them, so 135,000 compliance rows.
 const (
 	largeHubName     = "large-hub"

@@ -89,7 +89,7 @@ func (s *memSampler) Peak() memUse {
 	return s.peak
 }
 
-// rssBudgetSlack is what DESIGN.md §15 allows above --max-buffered-bytes:
+// rssBudgetSlack is what docs/design.md (Performance) allows above --max-buffered-bytes:
 // librdkafka's queue and the rest of the process.
 const rssBudgetSlack = 128 << 20
 

@@ -114,8 +114,8 @@ type steadyMeasure struct {
 }
 
 // withPostgresPer1000Read is the CPU time of the bridge and of PostgreSQL
-// together per 1,000 bundles read: what the steady state costs (DESIGN.md
-// §15 holds it to 0.35 CPU-s).
+// together per 1,000 bundles read: what the steady state costs (docs/design.md,
+// Performance, holds it to 0.35 CPU-s).
 func (m steadyMeasure) withPostgresPer1000Read() float64 {
 	return (m.cpu + m.pgCPU).Seconds() / m.read * 1000
 }

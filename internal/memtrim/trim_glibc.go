@@ -1,8 +1,5 @@
-// Package memtrim hands freed memory back to the operating system: the Go
-// heap's and the C heap's, where librdkafka keeps the buffers of the
-// messages it fetched. glibc keeps freed memory mapped until malloc_trim,
-// and the Go runtime returns it only slowly, so without this a process that
-// once held a large backlog keeps its resident size long after.
+//go:build !musl
+
 package memtrim
 
 // #include <malloc.h>
