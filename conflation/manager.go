@@ -52,7 +52,8 @@ type Config struct {
 	// ResyncAfter is how long a bundle may wait for a version of its
 	// dependency that its unit never read (lost, compacted away, sent
 	// before a delete or reset) before WakeAll asks for a resync of the
-	// dependency's type through OnResync; 0 never asks.
+	// dependency's type through OnResync; 0, or a nil OnResync, never
+	// asks (and counts nothing in stb_conflation_resyncs_total).
 	ResyncAfter time.Duration
 	// ResyncInterval is the least time between two requests for one hub
 	// and type.

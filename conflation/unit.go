@@ -482,9 +482,13 @@ type Resync struct {
 // has waited ResyncAfter for a dependency version the unit never read,
 // at most one per hub and type each ResyncInterval. A dependency read and
 // not yet written needs none: it is on its way.
+//
+// Without an OnResync nothing can be sent, so nothing is asked or counted:
+// the bundle waits for its dependency as any other (the console's
+// "waiting" column says so).
 func (u *Unit) resyncsLocked(now time.Time) []Resync {
 	after := u.m.cfg.ResyncAfter
-	if after <= 0 {
+	if after <= 0 || u.m.cfg.OnResync == nil {
 		return nil
 	}
 	var out []Resync
