@@ -131,6 +131,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if !cfg.Migrate {
 		// Migrate checked it; without it, the tables STB writes are
 		// checked here, before anything is read.
+		if err := db.CheckMigrated(ctx, b.controlPool); err != nil {
+			return nil, err
+		}
 		if err := db.CheckSchema(ctx, b.controlPool); err != nil {
 			return nil, err
 		}
