@@ -23,6 +23,7 @@ import (
 	"github.com/stbridge/stb/internal/hubs"
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/internal/replay"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -163,6 +164,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	mcfg := cfg.Conflation
 	mcfg.Types, mcfg.Merge, mcfg.Decode = reg.Types(), reg.Mergers(), reg.Decode
 	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
+	// Lingering: only while the reader is far behind a partition's end,
+	// and within half the buffer, so it never holds the reader paused.
+	mcfg.CatchingUp = func(o bundle.Origin) bool { return b.reader.Behind(o) }
+	mcfg.LingerMaxBytes = cfg.Reader.MaxBufferedBytes / 2
 	if b.manager, err = conflation.NewManager(mcfg); err != nil {
 		return nil, err
 	}
