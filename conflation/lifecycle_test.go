@@ -374,3 +374,41 @@ func TestNoResyncForABaseOnItsWay(t *testing.T) {
 		t.Fatalf("resyncs %+v, want one of hub2's managedclusters", got)
 	}
 }
+
+// TestNoResyncCountedWithoutASender: with ResyncAfter but no OnResync (a
+// bridge without --resync-topic), nothing is asked, so neither the unit's
+// snapshot nor stb_conflation_resyncs_total counts resyncs that were
+// never sent; the delta keeps waiting for its base.
+func TestNoResyncCountedWithoutASender(t *testing.T) {
+	f := newFixture(t)
+	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, ResyncAfter: 5 * time.Second, ResyncInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	f.m.Restore("hub1", "compliance", v(2, 3))
+	f.insert("hub1", "compliancedelta", v(2, 9), ptr(v(2, 8))) // base 2.8 lost
+	for range 30 {
+		f.clock.Advance(5 * time.Second)
+		f.m.WakeAll()
+	}
+	u, _ := f.m.Lookup("hub1")
+	st := u.Snapshot()
+	for _, ts := range st.Types {
+		if ts.Resyncs != 0 {
+			t.Fatalf("%s: %d resyncs counted with nothing to send them", ts.Type, ts.Resyncs)
+		}
+	}
+	if n := testutil.ToFloat64(f.m.metrics.types[3].resyncs); n != 0 {
+		t.Fatalf("stb_conflation_resyncs_total{type=compliance} = %v with no sender, want 0", n)
+	}
+	held := 0
+	for _, ts := range st.Types {
+		if ts.Type == "compliancedelta" {
+			held = ts.HeldCount
+		}
+	}
+	if held != 1 {
+		t.Fatalf("the delta is not held waiting for its base: %+v", st.Types)
+	}
+}

@@ -52,7 +52,8 @@ type Config struct {
 	// ResyncAfter is how long a bundle may wait for a version of its
 	// dependency that its unit never read (lost, compacted away, sent
 	// before a delete or reset) before WakeAll asks for a resync of the
-	// dependency's type through OnResync; 0 never asks.
+	// dependency's type through OnResync; 0, or a nil OnResync, never
+	// asks (and counts nothing in stb_conflation_resyncs_total).
 	ResyncAfter time.Duration
 	// ResyncInterval is the least time between two requests for one hub
 	// and type.
@@ -64,6 +65,21 @@ type Config struct {
 	// units, outside every lock: the bridge gives their memory back to the
 	// operating system after large evictions.
 	OnEvict func(n int)
+	// Linger is how long a unit that takes a bundle read from a partition
+	// still far behind its end (CatchingUp) waits before it becomes ready,
+	// so that a catch-up writes each hub's state about once per type
+	// rather than every intermediate bundle (linger.go). 0, or a nil
+	// CatchingUp, never lingers; with NoConflation nothing lingers.
+	Linger time.Duration
+	// CatchingUp reports whether the partition a bundle was read from is
+	// still far behind its end (the transport reader's Behind). It is
+	// called once per Insert, without locks held, and must be cheap.
+	CatchingUp func(o bundle.Origin) bool
+	// LingerMaxBytes bounds lingering by memory: with more bytes held
+	// (HeldBytes) no unit starts to linger and every lingering one is
+	// released, so that lingering never holds the reader at its
+	// backpressure threshold. 0 is no bound.
+	LingerMaxBytes int64
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Registerer receives the conflation metrics; nil registers nothing.
@@ -98,6 +114,9 @@ func (c Config) Validate() error {
 	if c.IdleTimeout < 0 || c.ResyncAfter < 0 || c.ResyncInterval < 0 {
 		return fmt.Errorf("conflation: negative idle timeout, resync wait or resync interval")
 	}
+	if c.Linger < 0 || c.LingerMaxBytes < 0 {
+		return fmt.Errorf("conflation: negative linger or linger bytes")
+	}
 	if len(c.Types) > maxTypes {
 		return fmt.Errorf("conflation: %d bundle types, at most %d", len(c.Types), maxTypes)
 	}
@@ -127,6 +146,7 @@ type Manager struct {
 	queue     *ReadyQueue
 	metrics   *metrics
 	held      atomic.Int64
+	linger    lingerSet
 
 	mu    sync.RWMutex
 	units map[string]*Unit
@@ -192,13 +212,22 @@ func (m *Manager) HeldBytes() int64 { return m.held.Load() }
 
 // Insert hands b to its hub's unit and queues the unit if it became ready.
 // It never blocks on the database or the dispatcher.
+//
+// With Linger, a bundle of a partition far behind its end makes its unit
+// wait before it becomes ready (linger.go).
 func (m *Manager) Insert(b *bundle.Bundle) {
+	linger, caughtUp, over := m.lingers(b.Origin)
 	for {
 		u := m.unit(b.Hub)
-		if ready, retired := u.Insert(b); m.settle(u, ready, retired) {
-			return
+		ready, retired, started := u.insert(b, linger)
+		if started {
+			m.linger.add(partitionKey{b.Origin.Topic, b.Origin.Partition}, u)
+		}
+		if m.settle(u, ready, retired) {
+			break
 		}
 	}
+	m.settleLingering(b.Origin, caughtUp, over)
 }
 
 // settle ends an Insert or a restore on u: a ready unit is queued; a
@@ -272,6 +301,7 @@ func (m *Manager) WakeAll() {
 			m.cfg.OnResync(resyncs)
 		}
 	}
+	m.pruneLingering(now)
 	if evicted > 0 {
 		m.metrics.evicted.Add(float64(evicted))
 		if m.cfg.OnEvict != nil {

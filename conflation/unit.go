@@ -68,6 +68,9 @@ type Unit struct {
 	busy   bool
 	// lastActive is when a bundle was last inserted or a job reported.
 	lastActive time.Time
+	// lingerUntil, when set, is when the unit's linger ends: until then it
+	// is not ready, whatever it holds (Config.Linger, linger.go).
+	lingerUntil time.Time
 	// retired is set once the unit leaves the manager's index: evicted
 	// (its versions live on as the hub's dormant ones) or forgotten (the
 	// hub was deleted or reset). A retired unit takes nothing more; who
@@ -88,16 +91,32 @@ const (
 // the ready queue (Manager.Insert does). A retired unit takes nothing and
 // returns retired == true: the caller looks the hub's unit up again.
 func (u *Unit) Insert(b *bundle.Bundle) (ready, retired bool) {
+	ready, retired, _ = u.insert(b, false)
+	return ready, retired
+}
+
+// insert is Insert; with linger, a unit that does not linger yet starts
+// to (started), and without, a lingering unit stops: its partition caught
+// up, or lingering is off for want of memory.
+func (u *Unit) insert(b *bundle.Bundle, linger bool) (ready, retired, started bool) {
 	var rel releaser
 	u.mu.Lock()
 	if u.retired != live {
 		u.mu.Unlock()
-		return false, true
+		return false, true, false
+	}
+	if linger {
+		if u.lingerUntil.IsZero() {
+			u.lingerUntil = u.m.cfg.Now().Add(u.m.cfg.Linger)
+			started = true
+		}
+	} else {
+		u.lingerUntil = time.Time{}
 	}
 	ready = u.insertLocked(b, &rel)
 	u.mu.Unlock()
 	rel.run(u.m)
-	return ready, false
+	return ready, false, started
 }
 
 func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
@@ -239,6 +258,12 @@ func (u *Unit) becomeReadyLocked() bool {
 		return false
 	}
 	now := u.m.cfg.Now()
+	if !u.lingerUntil.IsZero() {
+		if now.Before(u.lingerUntil) {
+			return false
+		}
+		u.lingerUntil = time.Time{}
+	}
 	for i := range u.slots {
 		if u.readyLocked(i, now) || u.expiredLocked(i, now) {
 			u.queued = true
@@ -482,9 +507,13 @@ type Resync struct {
 // has waited ResyncAfter for a dependency version the unit never read,
 // at most one per hub and type each ResyncInterval. A dependency read and
 // not yet written needs none: it is on its way.
+//
+// Without an OnResync nothing can be sent, so nothing is asked or counted:
+// the bundle waits for its dependency as any other (the console's
+// "waiting" column says so).
 func (u *Unit) resyncsLocked(now time.Time) []Resync {
 	after := u.m.cfg.ResyncAfter
-	if after <= 0 {
+	if after <= 0 || u.m.cfg.OnResync == nil {
 		return nil
 	}
 	var out []Resync

@@ -548,7 +548,7 @@ func (d *Dispatcher) deadLetterUndecodable(ctx context.Context, job *conflation.
 		}
 	}
 	for _, l := range letters {
-		d.metrics.deadLettered(job.Type, string(l.Reason))
+		d.metrics.deadLettered(job.Type, string(l.Reason), 1)
 	}
 	return true
 }
@@ -594,14 +594,17 @@ func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason
 	d.logger.Error("bundle can never be written, dead-lettering it",
 		zap.String("hub", job.Unit.Hub), zap.String("type", job.Type),
 		zap.Stringer("version", job.Last().Version), zap.String("reason", string(reason)), zap.Error(err))
+	letters := d.letters(job.Bundles, reason, err)
 	if d.dead != nil {
-		if _, derr := d.dead.Write(ctx, d.letters(job.Bundles, reason, err)...); derr != nil {
+		if _, derr := d.dead.Write(ctx, letters...); derr != nil {
 			d.logger.Warn("dead letter not written, will retry the bundle",
 				zap.String("hub", job.Unit.Hub), zap.String("type", job.Type), zap.Error(derr))
 			return conflation.Transient
 		}
 	}
-	d.metrics.deadLettered(job.Type, string(reason))
+	// One per letter, as stored: a job of several bundles (a batch, a
+	// merged delta's parts) is as many letters.
+	d.metrics.deadLettered(job.Type, string(reason), len(letters))
 	return conflation.Permanent
 }
 

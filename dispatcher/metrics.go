@@ -68,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, d *Dispatcher) (*metrics, error) {
 		}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "stb", Subsystem: "dispatcher", Name: "dead_letters_total",
-			Help: "Bundles dead-lettered after a permanent write failure, by type and reason.",
+			Help: "Dead letters stored by the workers, one per bundle (a merged delta's parts each count), by type and reason: a permanent write failure or data that does not decode.",
 		}, []string{"type", "reason"}),
 	}
 	busy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -117,6 +117,6 @@ func (m *metrics) observe(job *conflation.Job, out conflation.Outcome, applied b
 	}
 }
 
-func (m *metrics) deadLettered(typ, reason string) {
-	m.dead.WithLabelValues(typ, reason).Inc()
+func (m *metrics) deadLettered(typ, reason string, letters int) {
+	m.dead.WithLabelValues(typ, reason).Add(float64(letters))
 }

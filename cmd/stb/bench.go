@@ -29,6 +29,7 @@ func benchCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL server; every variant gets a fresh database stb_bench_<scenario>_<variant> on it")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "data directory of the embedded broker; empty uses a temporary one, removed at the end")
 	fs.IntVar(&c.PoolSize, "db-pool-size", c.PoolSize, "database connections (and workers) of the bridge, and of the pgx ceiling")
+	fs.DurationVar(&c.Linger, "linger", c.Linger, "the bridge variants' --linger (how long a unit of a partition far behind its end holds what it takes)")
 	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "the bridge variants' --batch-wait (how long a worker with a small bundle waits for more)")
 	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "partitions of every benchmark topic")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "simulation seed")

@@ -24,6 +24,7 @@ import (
 	"github.com/stbridge/stb/internal/hubs"
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/internal/replay"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -132,6 +133,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if !cfg.Migrate {
 		// Migrate checked it; without it, the tables STB writes are
 		// checked here, before anything is read.
+		if err := db.CheckMigrated(ctx, b.controlPool); err != nil {
+			return nil, err
+		}
 		if err := db.CheckSchema(ctx, b.controlPool); err != nil {
 			return nil, err
 		}
@@ -161,6 +165,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	mcfg := cfg.Conflation
 	mcfg.Types, mcfg.Merge, mcfg.Decode = reg.Types(), reg.Mergers(), reg.Decode
 	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
+	// Lingering: only while the reader is far behind a partition's end,
+	// and within half the buffer, so it never holds the reader paused.
+	mcfg.CatchingUp = func(o bundle.Origin) bool { return b.reader.Behind(o) }
+	mcfg.LingerMaxBytes = cfg.Reader.MaxBufferedBytes / 2
 	if b.manager, err = conflation.NewManager(mcfg); err != nil {
 		return nil, err
 	}

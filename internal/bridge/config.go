@@ -80,11 +80,16 @@ const (
 	DefaultMaxDeltaBytes     = 1 << 20
 	DefaultMaxBufferedBytes  = 512 << 20
 	DefaultDependencyTimeout = 5 * time.Minute
-	DefaultUnitIdleTimeout   = 10 * time.Minute
-	DefaultResyncAfter       = 10 * time.Second
-	DefaultResyncInterval    = time.Minute
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultAdminAddr         = "127.0.0.1:8081"
+	// DefaultLinger is how long a unit of a partition far behind its end
+	// holds what it takes before writing it (--linger): a catch-up of
+	// 1,000 hubs then writes each about once per type, and overload
+	// freshness, seconds already, grows by at most this much.
+	DefaultLinger          = time.Second
+	DefaultUnitIdleTimeout = 10 * time.Minute
+	DefaultResyncAfter     = 10 * time.Second
+	DefaultResyncInterval  = time.Minute
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultAdminAddr       = "127.0.0.1:8081"
 )
 
 // DefaultPoolSize is 2 × CPUs, at least 4 (docs/design.md, Dispatcher and workers).
@@ -105,6 +110,7 @@ func DefaultConfig() Config {
 			IdleTimeout:       DefaultUnitIdleTimeout,
 			ResyncAfter:       DefaultResyncAfter,
 			ResyncInterval:    DefaultResyncInterval,
+			Linger:            DefaultLinger,
 		},
 		Dispatcher:      dispatcher.DefaultConfig(DefaultPoolSize()),
 		Committer:       committer.DefaultConfig(),
@@ -141,7 +147,7 @@ func (c Config) Validate() error {
 	if c.Dispatcher.BatchWait < 0 || c.Dispatcher.BatchWait > time.Second {
 		errs = append(errs, fmt.Errorf("--batch-wait must be between 0 and 1s, got %v", c.Dispatcher.BatchWait))
 	}
-	if c.Reader.MaxBundleBytes < 0 || c.Conflation.MaxDeltaBytes < 0 || c.Reader.MaxBufferedBytes < 0 || c.Conflation.DependencyTimeout < 0 {
+	if c.Reader.MaxBundleBytes < 0 || c.Conflation.MaxDeltaBytes < 0 || c.Reader.MaxBufferedBytes < 0 || c.Conflation.DependencyTimeout < 0 || c.Conflation.Linger < 0 {
 		errs = append(errs, errors.New("--max-bundle-bytes, --max-delta-bytes, --max-buffered-bytes and --dependency-timeout must not be negative"))
 	}
 	if c.Conflation.IdleTimeout < 0 || c.Hubs.InactiveAfter < 0 || c.Hubs.DeleteAfter < 0 {

@@ -21,6 +21,9 @@ func Connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, er
 	if maxConns < 0 {
 		return nil, fmt.Errorf("db: maxConns is %d, want at least 0", maxConns)
 	}
+	if err := CheckURL(url); err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: invalid database URL %s: %w", RedactURL(url), RedactError(err, url))

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,34 @@ func TestConnectErrorsHidePassword(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tt.wantText)
 			}
 		})
+	}
+}
+
+// TestConnectNamesAWrongScheme: a typo in the scheme is named, with the
+// URL's password redacted and its user and host intact, before anything
+// is tried; pgconn alone reads such a URL as keyword/value pairs and masks
+// "//user" as if it were a password.
+func TestConnectNamesAWrongScheme(t *testing.T) {
+	for _, u := range []string{
+		"postgress://postgres@127.0.0.1:5432/postgres",
+		"postgress://stb:s3cret@127.0.0.1:5432/postgres",
+		"http://127.0.0.1:5432/postgres",
+	} {
+		_, err := db.Connect(context.Background(), u, 1)
+		if err == nil {
+			t.Fatalf("%s: connected", u)
+		}
+		msg := err.Error()
+		scheme, _, _ := strings.Cut(u, "://")
+		if !strings.Contains(msg, fmt.Sprintf("scheme %q", scheme)) || !strings.Contains(msg, "want postgres://") ||
+			!strings.Contains(msg, "127.0.0.1:5432/postgres") || strings.Contains(msg, "s3cret") {
+			t.Errorf("%s: %q, want the scheme named, what is wanted, the host kept and no password", u, msg)
+		}
+		if _, _, err := db.Migrate(context.Background(), u, nil); err == nil || !strings.Contains(err.Error(), "want postgres://") {
+			t.Errorf("migrate %s: %v, want the scheme named", u, err)
+		}
+	}
+	if err := db.CheckURL("host=127.0.0.1 dbname=postgres options='-c x=a://b'"); err != nil {
+		t.Errorf("a keyword/value string is not a URL: %v", err)
 	}
 }

@@ -38,6 +38,9 @@ func Migrate(ctx context.Context, url string, logger *zap.Logger) (from, to int3
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	if err := CheckURL(url); err != nil {
+		return 0, 0, err
+	}
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return 0, 0, fmt.Errorf("db: migrate: connect to %s: %w", RedactURL(url), RedactError(err, url))

@@ -49,8 +49,11 @@ func RedactURL(s string) string {
 	return keywordPassword.ReplaceAllString(s, "${1}"+redacted)
 }
 
+// isURL reports whether s is written as a URL, of any scheme: a typo in
+// the scheme ("postgress://user:pw@…") must not let its password through.
 func isURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && scheme != "" && !strings.ContainsAny(scheme, " =")
 }
 
 // secrets returns the password spellings that may appear in an error about

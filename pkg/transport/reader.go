@@ -164,6 +164,8 @@ type Reader struct {
 	runCtx    context.Context
 	clusterID string
 	parts     map[partitionKey]Partition
+	// ends are the assigned partitions' high watermarks, for Behind.
+	ends ends
 	// topics are each topic's message counters, those of its label.
 	topics map[string]*topicCounters
 	// rejectsBy counts rejects by reason: the read reasons, and
@@ -489,6 +491,7 @@ func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 	}
 	// Registered before anyone can call Done for it.
 	p.Read(int64(tp.Offset))
+	r.observeEnd(partitionKey{topic, tp.Partition}, int64(tp.Offset))
 
 	tc := r.topics[topic]
 	if tc == nil {

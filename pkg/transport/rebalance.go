@@ -274,6 +274,7 @@ func (r *Reader) revoke(c *kafka.Consumer, parts []kafka.TopicPartition) {
 			end()
 		}
 		delete(r.parts, k)
+		r.ends.forget(k)
 		delete(r.groupStored, k)
 		r.stats.forget(k) // its series go with it
 		r.logger.Info("partition revoked", zap.String("topic", topic), zap.Int32("partition", tp.Partition))

@@ -48,7 +48,9 @@ type Config struct {
 	DataDir       string
 	PoolSize      int
 	// BatchWait is the bridge variants' --batch-wait.
-	BatchWait      time.Duration
+	BatchWait time.Duration
+	// Linger is the bridge variants' --linger.
+	Linger         time.Duration
 	Partitions     int
 	Seed           int64
 	SteadyRate     float64
@@ -83,6 +85,7 @@ func DefaultConfig() Config {
 		DatabaseURL:    db.DefaultURL,
 		PoolSize:       bridge.DefaultPoolSize(),
 		BatchWait:      dispatcher.DefaultBatchWait,
+		Linger:         bridge.DefaultLinger,
 		Partitions:     8,
 		Seed:           1,
 		SteadyRate:     1000,
@@ -192,6 +195,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBufferedBytes < 0 {
 		errs = append(errs, errors.New("--max-buffered-bytes must not be negative"))
+	}
+	if c.Linger < 0 {
+		errs = append(errs, errors.New("--linger must not be negative"))
 	}
 	if c.BatchWait < 0 {
 		errs = append(errs, errors.New("--batch-wait must not be negative"))

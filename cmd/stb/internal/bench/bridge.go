@@ -69,6 +69,7 @@ func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge
 	cfg.Conflation.NoConflation = !o.conflation
 	cfg.Dispatcher.Workers = e.cfg.PoolSize
 	cfg.Dispatcher.BatchWait = e.cfg.BatchWait
+	cfg.Conflation.Linger = e.cfg.Linger
 	cfg.Committer.Interval = time.Second
 	cfg.HTTPAddr, cfg.AdminAddr = "", ""
 	cfg.ShutdownTimeout = benchShutdownTimeout

@@ -1,0 +1,153 @@
+package conflation
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
+
+// lingerFixture is a manager whose partition 0 of topic "t" is behind its
+// end while behind is true.
+func lingerFixture(t *testing.T, maxBytes int64) (*fixture, *atomic.Bool) {
+	t.Helper()
+	f := newFixture(t)
+	behind := &atomic.Bool{}
+	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, Linger: time.Second, LingerMaxBytes: maxBytes,
+		CatchingUp: func(o bundle.Origin) bool { return o.Topic == "t" && behind.Load() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	return f, behind
+}
+
+// TestCatchUpWritesEachHubOnce: while the partition is behind, a hub's
+// many generations make one job per type, of the newest, after the
+// linger; every older one is conflated away, and the held ones are not
+// released (the committed offset cannot pass them) until written.
+func TestCatchUpWritesEachHubOnce(t *testing.T) {
+	f, behind := lingerFixture(t, 0)
+	behind.Store(true)
+	const hubs, gens = 50, 40
+	newest, jobs := map[string]*bundle.Bundle{}, 0
+	for g := range uint64(gens) {
+		for h := range hubs {
+			hub := "hub" + string(rune('A'+h%26)) + string(rune('a'+h/26))
+			newest[hub] = f.insert(hub, "managedclusters", v(1, g+1), nil)
+			f.clock.Advance(time.Millisecond) // 2 s of catch-up in all
+			if g*hubs+uint64(h) < 900 {
+				f.noneReady() // within the linger
+			}
+		}
+		f.m.WakeAll()
+		for f.m.queue.Len() > 0 { // workers free: written as soon as ready
+			j := f.take()
+			jobs++
+			if len(j.Bundles) != 1 {
+				t.Fatalf("job of %d bundles", len(j.Bundles))
+			}
+			f.m.Report(j, Applied)
+		}
+	}
+	for range 3 { // the rest end their linger
+		f.clock.Advance(time.Second)
+		f.m.WakeAll()
+		for f.m.queue.Len() > 0 {
+			j := f.take()
+			jobs++
+			if j.Last() != newest[j.Unit.Hub] {
+				t.Fatalf("%s: wrote %v, want the newest %v", j.Unit.Hub, j.Last().Version, newest[j.Unit.Hub].Version)
+			}
+			f.m.Report(j, Applied)
+		}
+	}
+	// 2 s of catch-up with a 1 s linger: at most 2 writes per hub, then the newest.
+	if jobs > 3*hubs {
+		t.Fatalf("%d writes for %d hubs × 1 type over %d generations, want at most %d", jobs, hubs, gens, 3*hubs)
+	}
+	for hub, b := range newest {
+		if f.done.count(b.Origin.Offset) != 1 {
+			t.Fatalf("%s: newest bundle released %d times, want once, when written", hub, f.done.count(b.Origin.Offset))
+		}
+	}
+	t.Logf("%d writes for %d hubs × %d generations", jobs, hubs, gens)
+}
+
+// TestLingerHoldsUntilWrittenThenReleases: a lingering bundle is not
+// released, so the committed offset cannot pass it.
+func TestLingerHoldsUntilWritten(t *testing.T) {
+	f, behind := lingerFixture(t, 0)
+	behind.Store(true)
+	b := f.insert("hub1", "managedclusters", v(1, 1), nil)
+	f.clock.Advance(999 * time.Millisecond)
+	f.m.WakeAll()
+	f.noneReady()
+	if f.done.count(b.Origin.Offset) != 0 {
+		t.Fatal("a lingering bundle was released before it was written")
+	}
+	f.clock.Advance(time.Millisecond)
+	f.m.WakeAll()
+	j := f.take()
+	if j.Last() != b {
+		t.Fatal("the job is not the lingering bundle")
+	}
+	if f.done.count(b.Origin.Offset) != 0 {
+		t.Fatal("released while in flight")
+	}
+	f.m.Report(j, Applied)
+	if f.done.count(b.Origin.Offset) != 1 {
+		t.Fatal("not released once written")
+	}
+}
+
+// TestCaughtUpReleasesThePartition: the first bundle read at the end of
+// the partition releases every unit lingering on it, at once, and is
+// itself ready; units of another partition keep lingering.
+func TestCaughtUpReleasesThePartition(t *testing.T) {
+	f, behind := lingerFixture(t, 0)
+	behind.Store(true)
+	f.insert("hub1", "managedclusters", v(1, 1), nil)
+	f.insert("hub2", "managedclusters", v(1, 1), nil)
+	other := &bundle.Bundle{Hub: "hub3", Type: "managedclusters", Version: v(1, 1), Size: 10,
+		Origin: bundle.Origin{Topic: "t", Partition: 1, Offset: 99}}
+	other.Track(f.done)
+	f.m.Insert(other) // CatchingUp is per partition; partition 1 counts as behind too here
+	f.noneReady()
+	behind.Store(false)
+	f.insert("hub4", "managedclusters", v(1, 1), nil) // partition 0 at its end
+	ready := map[string]bool{}
+	for f.m.queue.Len() > 0 {
+		ready[f.take().Unit.Hub] = true
+	}
+	if !ready["hub1"] || !ready["hub2"] || !ready["hub4"] || len(ready) != 3 {
+		t.Fatalf("ready %v, want hub1 and hub2 released by their partition catching up, and hub4 live", ready)
+	}
+}
+
+// TestLiveNeverLingers: a partition at its end keeps today's freshness.
+func TestLiveNeverLingers(t *testing.T) {
+	f, _ := lingerFixture(t, 0)
+	f.insert("hub1", "managedclusters", v(1, 1), nil)
+	if f.take().Unit.Hub != "hub1" {
+		t.Fatal("wrong unit")
+	}
+}
+
+// TestLingerBoundedByMemory: past LingerMaxBytes no unit lingers and the
+// lingering ones are released.
+func TestLingerBoundedByMemory(t *testing.T) {
+	f, behind := lingerFixture(t, 1)
+	behind.Store(true)
+	f.insert("hub1", "managedclusters", v(1, 1), nil) // held 0 before: lingers
+	f.noneReady()
+	f.insert("hub2", "managedclusters", v(1, 1), nil) // over the bound: both go
+	ready := map[string]bool{}
+	for f.m.queue.Len() > 0 {
+		ready[f.take().Unit.Hub] = true
+	}
+	if !ready["hub1"] || !ready["hub2"] {
+		t.Fatalf("ready %v, want both units once the held bytes passed LingerMaxBytes", ready)
+	}
+}
