@@ -239,7 +239,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.readiness = &readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher,
+	b.readiness = &readiness{pool: b.controlPool, committer: b.committer, dispatcher: b.dispatcher, kafka: b.reader,
 		databaseURL: cfg.DatabaseURL, logger: logger.Named("readiness")}
 	var token string
 	if cfg.AdminTokenFile != "" {

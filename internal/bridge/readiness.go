@@ -21,6 +21,12 @@ import (
 // answers within the 1 s a Kubernetes probe waits by default.
 const readyPingTimeout = time.Second
 
+// brokersDownGrace is how long every Kafka broker may be unreachable
+// before /readyz says so: a broker's restart or a leader election passes
+// within it, while a Kafka that is gone shows within seconds rather than
+// when the group's session times out (over a minute).
+const brokersDownGrace = 15 * time.Second
+
 // readiness is what /readyz and the console ask whether the bridge is
 // ready: the components whose state says it. Its answers say what is
 // wrong and never how the database is reached: /readyz is on the public
@@ -35,6 +41,12 @@ type readiness struct {
 		Err() error
 	}
 	dispatcher interface{ Err() error }
+	// kafka, when set, says how long every broker has been unreachable;
+	// past brokersDown (brokersDownGrace when 0) the bridge is not ready.
+	kafka interface {
+		BrokersDownFor(now time.Time) time.Duration
+	}
+	brokersDown time.Duration
 	// databaseURL is redacted from the errors logged.
 	databaseURL string
 	logger      *zap.Logger
@@ -55,6 +67,15 @@ func (r *readiness) Problems(ctx context.Context) []string {
 	defer cancel()
 	if err := r.pool.Ping(pctx); err != nil {
 		add("database unreachable", err)
+	}
+	if r.kafka != nil {
+		grace := r.brokersDown
+		if grace == 0 {
+			grace = brokersDownGrace
+		}
+		if down := r.kafka.BrokersDownFor(time.Now()); down >= grace {
+			problems = append(problems, fmt.Sprintf("every Kafka broker unreachable for %v", down.Round(time.Second)))
+		}
 	}
 	if len(r.committer.Partitions()) == 0 {
 		problems = append(problems, "no Kafka partitions assigned")

@@ -35,11 +35,20 @@ type PublisherConfig struct {
 	// MaxMessageBytes is librdkafka's message.max.bytes; 0 means 16 MiB.
 	// The broker must accept as much.
 	MaxMessageBytes int
+	// BrokerTimeout is how long every broker may stay unreachable, with no
+	// message delivered meanwhile, before Publish and Flush give up with
+	// an error naming the brokers; 0 means DefaultBrokerTimeout.
+	BrokerTimeout time.Duration
 	// Properties are extra librdkafka properties, applied last; the
 	// partitioner is consistent_random (kafkaPartitioner) unless they set
 	// one.
 	Properties map[string]string
 }
+
+// DefaultBrokerTimeout is PublisherConfig.BrokerTimeout's default: long
+// enough for a broker's restart, short enough that a simulation pointed
+// at the wrong address says so instead of waiting for ever.
+const DefaultBrokerTimeout = 30 * time.Second
 
 // kafkaPartitioner is librdkafka's partitioner the publisher uses: a
 // message goes to the partition its key hashes to (CRC32), so all
@@ -59,6 +68,9 @@ var owned = []string{"go.logs.channel.enable", "go.logs.channel", "go.delivery.r
 func (c PublisherConfig) producerConfig() (*kafka.ConfigMap, error) {
 	if strings.TrimSpace(c.Brokers) == "" {
 		return nil, errors.New("simulator publisher: brokers: at least one bootstrap address is required")
+	}
+	if c.BrokerTimeout < 0 {
+		return nil, fmt.Errorf("simulator publisher: broker timeout %v must not be negative", c.BrokerTimeout)
 	}
 	if c.Linger < 0 || c.BatchMessages < 0 || c.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("simulator publisher: linger %v, batch messages %d and max message bytes %d must not be negative",
@@ -122,6 +134,12 @@ type KafkaPublisher struct {
 	mu       sync.Mutex
 	firstErr error // the first delivery error since the last Flush
 
+	brokers       string
+	brokerTimeout time.Duration
+	// downSince is when librdkafka last said every broker was down
+	// (UnixNano), 0 once a message was delivered since.
+	downSince atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -143,7 +161,12 @@ func NewKafkaPublisher(cfg PublisherConfig, logger *zap.Logger) (*KafkaPublisher
 	if err != nil {
 		return nil, fmt.Errorf("simulator publisher: create kafka producer: %w", redacted(err, cfg.Properties))
 	}
-	p := &KafkaPublisher{typePrefix: cfg.TypePrefix, producer: producer, logger: logger.With(zap.String("component", "sim-publisher"))}
+	timeout := cfg.BrokerTimeout
+	if timeout == 0 {
+		timeout = DefaultBrokerTimeout
+	}
+	p := &KafkaPublisher{typePrefix: cfg.TypePrefix, producer: producer, logger: logger.With(zap.String("component", "sim-publisher")),
+		brokers: cfg.Brokers, brokerTimeout: timeout}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -187,6 +210,9 @@ func (p *KafkaPublisher) PublishMessage(ctx context.Context, msg *kafka.Message)
 	if p.closed.Load() {
 		return ErrPublisherClosed
 	}
+	if err := p.unreachable(); err != nil {
+		return err
+	}
 	var timer *time.Timer
 	for {
 		p.inflight.Add(1)
@@ -210,6 +236,9 @@ func (p *KafkaPublisher) PublishMessage(ctx context.Context, msg *kafka.Message)
 			return fmt.Errorf("produce: local queue full: %w", ctx.Err())
 		case <-timer.C:
 		}
+		if err := p.unreachable(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -221,15 +250,39 @@ func (p *KafkaPublisher) deliveries() {
 		case *kafka.Message:
 			if err := e.TopicPartition.Error; err != nil {
 				p.recordErr(fmt.Errorf("deliver message of %q to %v: %w", e.Key, e.TopicPartition, err))
+			} else {
+				p.downSince.Store(0)
 			}
 			p.inflight.Add(-1)
 		case kafka.Error:
+			if e.Code() == kafka.ErrAllBrokersDown {
+				p.downSince.CompareAndSwap(0, time.Now().UnixNano())
+			}
 			if e.IsFatal() {
 				p.recordErr(fmt.Errorf("kafka producer failed: %w", e))
 			}
 			p.logger.Warn("kafka error", zap.Error(e))
 		}
 	}
+}
+
+// ErrBrokersUnreachable is returned (wrapped) by Publish and Flush once
+// every broker stayed unreachable for PublisherConfig.BrokerTimeout with
+// nothing delivered.
+var ErrBrokersUnreachable = errors.New("no broker reachable")
+
+// unreachable returns an error once every broker has been down for the
+// broker timeout with nothing delivered since.
+func (p *KafkaPublisher) unreachable() error {
+	since := p.downSince.Load()
+	if since == 0 {
+		return nil
+	}
+	if down := time.Since(time.Unix(0, since)); down >= p.brokerTimeout {
+		return fmt.Errorf("%w: every broker of %q has been down for %v with nothing delivered: check the bootstrap servers (--kafka-brokers) and that Kafka is up",
+			ErrBrokersUnreachable, p.brokers, down.Round(time.Second))
+	}
+	return nil
 }
 
 func (p *KafkaPublisher) recordErr(err error) {
@@ -248,6 +301,9 @@ func (p *KafkaPublisher) Flush(ctx context.Context) error {
 	}
 	for p.inflight.Load() > 0 {
 		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("flush: %d messages undelivered: %w", p.inflight.Load(), err)
+		}
+		if err := p.unreachable(); err != nil {
 			return fmt.Errorf("flush: %d messages undelivered: %w", p.inflight.Load(), err)
 		}
 		if p.producer.Flush(100) == 0 && p.inflight.Load() > 0 {

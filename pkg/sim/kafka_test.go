@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/broker"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -86,5 +88,30 @@ func TestKafkaPublisherSharedTopic(t *testing.T) {
 	}
 	if len(used) < 2 || chunks == 0 || single == 0 {
 		t.Errorf("%d partitions used by %d types, %d chunks, %d single events", len(used), len(partitionOf), chunks, single)
+	}
+}
+
+// TestKafkaPublisherGivesUpOnDeadBrokers: a simulation pointed at an
+// address where no broker listens ends with an error naming the brokers
+// once BrokerTimeout has passed, instead of waiting for ever.
+func TestKafkaPublisherGivesUpOnDeadBrokers(t *testing.T) {
+	const dead = "127.0.0.1:1" // nothing listens on port 1
+	pub, err := NewKafkaPublisher(PublisherConfig{Brokers: dead, BrokerTimeout: 500 * time.Millisecond}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound on a hang, not a figure
+	defer cancel()
+	m := Message{Hub: "hub1", Type: "managedclusters", Version: bundle.Version{Incarnation: 1, Generation: 1}, Topic: "status", Data: []byte(`{}`)}
+	if err := pub.Publish(ctx, m); err != nil {
+		t.Fatalf("first publish: %v (queued before any broker is tried)", err)
+	}
+	err = pub.Flush(ctx)
+	if !errors.Is(err, ErrBrokersUnreachable) || !strings.Contains(err.Error(), dead) || ctx.Err() != nil {
+		t.Fatalf("flush: %v (context %v), want ErrBrokersUnreachable naming %s before the context ends", err, ctx.Err(), dead)
+	}
+	if err := pub.Publish(ctx, m); !errors.Is(err, ErrBrokersUnreachable) {
+		t.Fatalf("publish after the timeout: %v, want ErrBrokersUnreachable", err)
 	}
 }

@@ -150,6 +150,9 @@ type Reader struct {
 	logsDone chan struct{} // closed when the log forwarder has exited
 
 	read, accepted, rejected atomic.Uint64
+	// downSince is when the client said every broker was down (UnixNano),
+	// 0 once one answered since (brokers.go).
+	downSince atomic.Int64
 
 	// closing tells the poll loop to stop and the rebalance callback that
 	// Close is revoking the partitions.
@@ -472,6 +475,7 @@ func (r *Reader) fetchClusterID(ctx context.Context) (string, error) {
 // message: no logging and no allocation.
 func (r *Reader) handle(ctx context.Context, msg *kafka.Message) {
 	r.read.Add(1)
+	r.noteBrokerUp()
 	tp := msg.TopicPartition
 	if tp.Topic == nil {
 		// A consumed message always has its topic; do not trust that
@@ -648,6 +652,9 @@ func (r *Reader) kafkaError(err error, fields ...zap.Field) {
 	case kerr.IsFatal():
 		r.logger.Error("fatal kafka error; the reader stops", fields...)
 		r.fatal = fmt.Errorf("kafka client failed: %w", kerr)
+	case kerr.Code() == kafka.ErrAllBrokersDown:
+		r.noteBrokersDown(time.Now())
+		r.logger.Warn("every Kafka broker is unreachable; the client keeps trying (librdkafka counts the bootstrap address and each broker it learned of, so one broker may show as 2)", fields...)
 	case kerr.Code() == kafka.ErrAssignmentLost:
 		r.logger.Warn("partition assignment lost; the group will reassign", fields...)
 	default:

@@ -20,6 +20,7 @@ type rdStats struct {
 	Brokers map[string]struct {
 		Name   string `json:"name"`
 		NodeID int    `json:"nodeid"`
+		State  string `json:"state"`
 		RTT    struct {
 			Avg int64 `json:"avg"` // microseconds
 			P99 int64 `json:"p99"`
@@ -172,6 +173,9 @@ func (r *Reader) onStats(doc string) {
 	for _, b := range st.Brokers {
 		if b.NodeID < 0 {
 			continue // bootstrap and internal pseudo-brokers
+		}
+		if b.State == "UP" {
+			r.noteBrokerUp()
 		}
 		r.stats.rtt.WithLabelValues(b.Name).Set(float64(b.RTT.Avg) / 1e6)
 	}

@@ -1,0 +1,34 @@
+package transport
+
+import "time"
+
+// Whether any broker can be reached. librdkafka says when every broker it
+// knows is down (ErrAllBrokersDown, an error event it recovers from by
+// itself) but not when one is back; the reader takes a message read, or a
+// statistics document with a broker UP, as the sign. A broker that stays
+// down is otherwise seen only once the group's session times out and the
+// partitions are revoked, over a minute later.
+
+// noteBrokersDown records that every broker is down, keeping the first
+// time it was said.
+func (r *Reader) noteBrokersDown(now time.Time) {
+	r.downSince.CompareAndSwap(0, now.UnixNano())
+}
+
+// noteBrokerUp records that a broker answered.
+func (r *Reader) noteBrokerUp() {
+	if r.downSince.Load() != 0 {
+		r.downSince.Store(0)
+	}
+}
+
+// BrokersDownFor returns how long every broker has been unreachable as of
+// now, 0 when one answered since the client last said they were all down.
+// Safe to call from any goroutine; readiness turns it into a 503.
+func (r *Reader) BrokersDownFor(now time.Time) time.Duration {
+	since := r.downSince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(0, now.Sub(time.Unix(0, since)))
+}
