@@ -49,13 +49,29 @@ func hubCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	scope := profiles.HubScope()
+	switch known, err := db.HubKnown(ctx, pool, hub, scope); {
+	case err != nil:
+		return err
+	case !known:
+		return fmt.Errorf("%w %q: the database holds nothing of it (no row in stb.hubs, no stored version, no row of its tables); "+
+			"nothing was %s — check the name (the console's hub list, or SELECT hub FROM stb.hubs)", db.ErrUnknownHub, hub, doneWord(action))
+	}
 	res, err := db.ApplyHubRequest(ctx, pool, db.HubRequest{Hub: hub, Action: action, RequestedBy: "stb hub " + args[0],
-		Scope: profiles.HubScope()})
+		Scope: scope})
 	if err != nil {
 		return err
 	}
 	fmt.Println(res.Describe(hub, action))
 	return nil
+}
+
+// doneWord is action in the past tense.
+func doneWord(action db.HubAction) string {
+	if action == db.ResetHub {
+		return "reset"
+	}
+	return "deleted"
 }
 
 // isHelp reports whether arg asks for a command's usage.

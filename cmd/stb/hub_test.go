@@ -150,3 +150,43 @@ func TestHubDeleteOfAWorkCluster(t *testing.T) {
 		t.Errorf("after the cluster's next status, stb.hubs says %+v (%v, %v), want active", s, ok, err)
 	}
 }
+
+// TestHubCommandsRefuseAnUnknownHub: `stb hub delete no-such-hub` printed
+// "deleted: 0 rows removed" and exited 0, recording a request for a name
+// that matched nothing. A hub the database holds nothing of is refused,
+// and nothing is recorded; a hub known only from the global hub's own
+// tables (written by upstream's manager before STB) is still deleted, and
+// a second delete of a deleted hub still succeeds (idempotent).
+func TestHubCommandsRefuseAnUnknownHub(t *testing.T) {
+	pool, url := dbtest.New(t)
+	ctx := t.Context()
+	requests := func() int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM stb.hub_requests`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, action := range []string{"delete", "reset"} {
+		err := hubCmd(ctx, []string{action, "no-such-hub", "--database-url", url})
+		if !errors.Is(err, db.ErrUnknownHub) || !strings.Contains(err.Error(), `"no-such-hub"`) {
+			t.Fatalf("stb hub %s no-such-hub: %v, want ErrUnknownHub naming it", action, err)
+		}
+	}
+	if n := requests(); n != 0 {
+		t.Fatalf("%d requests recorded for an unknown hub, want none", n)
+	}
+	// Known from upstream's table only.
+	if _, err := pool.Exec(ctx, `INSERT INTO status.leaf_hubs (leaf_hub_name, cluster_id, payload) VALUES ('hub-up', gen_random_uuid(), '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second finds the hub deleted: still fine
+		if err := hubCmd(ctx, []string{"delete", "hub-up", "--database-url", url}); err != nil {
+			t.Fatalf("stb hub delete of a hub in status.leaf_hubs: %v", err)
+		}
+	}
+	if n := requests(); n != 2 {
+		t.Fatalf("%d requests recorded, want the 2 deletes", n)
+	}
+}
