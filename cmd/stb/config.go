@@ -48,6 +48,7 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for a graceful shutdown, final commit included; jobs still running then are aborted and replayed after a restart")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply database migrations at start")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address of /metrics, /healthz and /readyz, and nothing else; empty disables")
+	fs.BoolVar(&c.AdminNoAuth, "admin-no-auth", c.AdminNoAuth, "let --admin-addr listen beyond the loopback without --admin-token-file (only behind a proxy that authenticates)")
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "address of the operator's console (status page, /debug/units, pprof); keep it off the network or set --admin-token-file; empty disables")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding a bearer token every admin request must carry (Authorization: Bearer <token>)")
 	if log != nil {

@@ -21,6 +21,19 @@ func TestValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the default configuration is invalid: %v", err)
 	}
+	// The console beyond the loopback: with a token, or said out loud.
+	for _, c := range []func(*Config){
+		func(c *Config) { c.AdminAddr = ":18091"; c.AdminTokenFile = "/run/secrets/token" },
+		func(c *Config) { c.AdminAddr = ":18091"; c.AdminNoAuth = true },
+		func(c *Config) { c.AdminAddr = "localhost:18091" },
+		func(c *Config) { c.AdminAddr = "[::1]:18091" },
+	} {
+		cfg := DefaultConfig()
+		c(&cfg)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("admin %q (token file %q, no auth %v): %v", cfg.AdminAddr, cfg.AdminTokenFile, cfg.AdminNoAuth, err)
+		}
+	}
 	for name, tc := range map[string]struct {
 		change func(*Config)
 		want   string
@@ -33,6 +46,9 @@ func TestValidate(t *testing.T) {
 		"negative buffered":      {func(c *Config) { c.Reader.MaxBufferedBytes = -1 }, "--max-buffered-bytes"},
 		"unknown profile":        {func(c *Config) { c.Profiles = []string{"stb", "hoh"} }, `--profiles: unknown profile "hoh"`},
 		"delete, never inactive": {func(c *Config) { c.Hubs.InactiveAfter, c.Hubs.DeleteAfter = 0, time.Hour }, "--hub-delete-after needs"},
+		"open console, no token": {func(c *Config) { c.AdminAddr = ":18091" }, "--admin-addr :18091 listens beyond this machine without --admin-token-file"},
+		"console on a host ip":   {func(c *Config) { c.AdminAddr = "10.0.0.7:8081" }, "--admin-no-auth"},
+		"negative linger":        {func(c *Config) { c.Conflation.Linger = -time.Second }, "--linger"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// Two configurations built alike, sharing no map or slice:

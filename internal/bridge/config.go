@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"time"
 
@@ -65,6 +66,11 @@ type Config struct {
 	// AdminAddr serves the operator's console (package console).
 	// Loopback by default; empty disables.
 	AdminAddr string
+	// AdminNoAuth lets AdminAddr listen beyond the loopback without
+	// AdminTokenFile (an authenticating proxy in front of it); without it
+	// Validate refuses that, since the console deletes hubs and serves
+	// pprof.
+	AdminNoAuth bool
 	// AdminTokenFile, when not empty, names a file holding a token that
 	// every admin request must carry as "Authorization: Bearer <token>"
 	// (a Kubernetes Secret mounted as a file; white space around it is
@@ -148,7 +154,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--batch-wait must be between 0 and 1s, got %v", c.Dispatcher.BatchWait))
 	}
 	if c.Reader.MaxBundleBytes < 0 || c.Conflation.MaxDeltaBytes < 0 || c.Reader.MaxBufferedBytes < 0 || c.Conflation.DependencyTimeout < 0 || c.Conflation.Linger < 0 {
-		errs = append(errs, errors.New("--max-bundle-bytes, --max-delta-bytes, --max-buffered-bytes and --dependency-timeout must not be negative"))
+		errs = append(errs, errors.New("--max-bundle-bytes, --max-delta-bytes, --max-buffered-bytes, --dependency-timeout and --linger must not be negative"))
 	}
 	if c.Conflation.IdleTimeout < 0 || c.Hubs.InactiveAfter < 0 || c.Hubs.DeleteAfter < 0 {
 		errs = append(errs, errors.New("--unit-idle-timeout, --hub-inactive-after and --hub-delete-after must not be negative"))
@@ -161,6 +167,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := profiles.Parse(c.Profiles); err != nil {
 		errs = append(errs, fmt.Errorf("--profiles: %w", err))
+	}
+	if c.AdminAddr != "" && c.AdminTokenFile == "" && !c.AdminNoAuth && !loopback(c.AdminAddr) {
+		errs = append(errs, fmt.Errorf("--admin-addr %s listens beyond this machine without --admin-token-file: whoever reaches it "+
+			"may delete hubs, purge and replay dead letters and read pprof; set --admin-token-file, listen on 127.0.0.1, "+
+			"or pass --admin-no-auth if a proxy in front of it authenticates", c.AdminAddr))
 	}
 	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr {
 		errs = append(errs, errors.New("--admin-addr must differ from --http-addr: the console must not be served where probes and scrapers reach"))
@@ -190,4 +201,18 @@ func (c Config) registry() (*dbsyncers.Registry, *transport.GlobalHub, []transpo
 		gh = transport.NewGlobalHub()
 	}
 	return reg, gh, set.Families(), nil
+}
+
+// loopback reports whether addr (host:port) listens on the loopback only:
+// "localhost" or a loopback IP. An empty host listens on every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
