@@ -49,8 +49,32 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address of /metrics, /healthz and /readyz, and nothing else; empty disables")
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "address of the operator's console (status page, /debug/units, pprof); keep it off the network or set --admin-token-file; empty disables")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding a bearer token every admin request must carry (Authorization: Bearer <token>)")
+	if c.Startup == nil {
+		c.Startup = map[string]string{}
+	}
+	for _, st := range profiles.StartupSteps() {
+		fs.Var(mapEntry{c.Startup, st.Flag}, st.Flag, st.Help)
+	}
 	if log != nil {
 		fs.StringVar(&log.Level, "log-level", "info", "log level: debug, info, warn, error")
 		fs.StringVar(&log.Format, "log-format", "json", "log format: json or console")
 	}
+}
+
+// mapEntry is a string flag held in m[key] (bridge.Config.Startup).
+type mapEntry struct {
+	m   map[string]string
+	key string
+}
+
+func (e mapEntry) String() string {
+	if e.m == nil {
+		return ""
+	}
+	return e.m[e.key]
+}
+
+func (e mapEntry) Set(v string) error {
+	e.m[e.key] = v
+	return nil
 }

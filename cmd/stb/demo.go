@@ -9,8 +9,7 @@ import (
 	"github.com/stbridge/stb/internal/demo"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
-	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	simwork "github.com/stbridge/stb/pkg/sim/work"
+	"github.com/stbridge/stb/pkg/transport"
 )
 
 // demoCmd binds `stb demo`'s flags to a demo.Config and runs it; exit
@@ -40,23 +39,23 @@ func demoCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
-	if s.cfg.Agent == simwork.Agent {
-		return demoWork(ctx, s, cfg, logger)
+	c, err := s.commands()
+	if err != nil {
+		return err
 	}
 	cfg.Sim, cfg.Logger = s.cfg, logger
-	if s.cfg.Agent == cnesim.AgentName {
-		res, err := demo.RunCNE(ctx, cfg)
+	if c.Demo != nil {
+		ok, err := demo.RunAgent(ctx, cfg, c.Demo)
 		if err != nil {
 			return err
 		}
-		if !res.OK() {
+		if !ok {
 			return exitError{code: 1}
 		}
 		return nil
 	}
 	cfg.NewPublisher = func(brokers string) (*sim.KafkaPublisher, error) {
-		s.brokers = brokers
-		return newKafkaPublisher(s, logger.Named("simulate"))
+		return sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brokers, TypePrefix: s.prefix}, logger.Named("simulate"))
 	}
 	res, err := demo.Run(ctx, cfg)
 	if err != nil {

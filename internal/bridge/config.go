@@ -47,6 +47,13 @@ type Config struct {
 	// and "globalhub", both by default: the prefixes cannot be confused,
 	// and the global-hub events only come from the topics subscribed.
 	Profiles []string
+	// Startup turns on the profiles' start-up steps
+	// (profile.Profile.Startup), by the step's flag: e.g.
+	// {"work-resync-topic": "status.resync"} asks every work agent for
+	// its differing statuses at start-up. A step of a profile that is not
+	// on is refused by Validate. Run runs the steps before it reads; a
+	// failing one is logged, not fatal.
+	Startup map[string]string
 	// ResyncTopic, when not empty, is where resync requests go: a bundle
 	// that waited Conflation.ResyncAfter for a version of its dependency
 	// that was never read asks its hub for a complete bundle of that type
@@ -153,8 +160,10 @@ func (c Config) Validate() error {
 	if c.Hubs.DeleteAfter > 0 && c.Hubs.InactiveAfter == 0 {
 		errs = append(errs, errors.New("--hub-delete-after needs --hub-inactive-after: only inactive hubs are deleted"))
 	}
-	if _, err := profiles.Parse(c.Profiles); err != nil {
+	if set, err := profiles.Parse(c.Profiles); err != nil {
 		errs = append(errs, fmt.Errorf("--profiles: %w", err))
+	} else if _, err := set.Startup(c.Startup); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr {
 		errs = append(errs, errors.New("--admin-addr must differ from --http-addr: the console must not be served where probes and scrapers reach"))
