@@ -32,8 +32,8 @@ func Profile() profile.Profile {
 		Name: Name, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub,
 		Agents: []profile.Agent{{
 			Name: sim.AgentGlobalHub, Help: "sends the multicluster global-hub agent's events (read with --profiles globalhub)",
-			Bind: bind,
-			Bench: profile.Bench{CatchUpOnly: true, Profiles: []string{stb.Name, Name}, TopicPerHub: true,
+			Bind: bind, TopicPerHub: true,
+			Bench: profile.Bench{CatchUpOnly: true, Profiles: []string{stb.Name, Name},
 				Decoder: func() func(*kafka.Message, transport.Rules, time.Time) (*bundle.Bundle, *transport.Reject) {
 					return transport.NewGlobalHub().Decode
 				}},

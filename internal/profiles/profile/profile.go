@@ -108,6 +108,11 @@ type Agent struct {
 	// "--<agent>-…" or say "with --agent NAME") and returns the agent's
 	// commands, which read those flags once fs is parsed.
 	Bind func(fs *flag.FlagSet) Commands
+	// TopicPerHub: unless a topic is named, each simulated hub publishes
+	// to a topic of its own (sim.GlobalHubTopicPrefix and the hub's
+	// name), of one partition, as the global-hub agent does; the demo and
+	// the bench (unless --gh-shared-topic) make and read those.
+	TopicPerHub bool
 	// Bench is how `stb bench --agent NAME` measures the agent.
 	Bench Bench
 }
@@ -191,11 +196,6 @@ type Bench struct {
 	CatchUpOnly bool
 	// Profiles the bridge under test reads; nil: the bridge's default.
 	Profiles []string
-	// TopicPerHub: each simulated hub publishes to a topic of its own,
-	// the agent's topic prefix and the hub's name (GlobalHubTopicPrefix
-	// of sim), unless the bench's --gh-shared-topic says otherwise; the
-	// agent's topics then have one partition.
-	TopicPerHub bool
 	// Decoder, nil for transport.Decode, returns a new decoding of the
 	// agent's events as the reader does, for the read+decode ceiling.
 	Decoder func() func(*kafka.Message, transport.Rules, time.Time) (*bundle.Bundle, *transport.Reject)

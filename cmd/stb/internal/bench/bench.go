@@ -186,7 +186,7 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("--agent %s needs --scenario catch-up (the other scenarios are STB's wire format only)", a.Name))
 			}
 		}
-		if c.GHSharedTopic && !a.Bench.TopicPerHub {
+		if c.GHSharedTopic && !a.TopicPerHub {
 			errs = append(errs, errors.New("--gh-shared-topic needs --agent globalhub"))
 		}
 	}
@@ -246,7 +246,7 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 			return err
 		}
 	}
-	if e.agent.Bench.TopicPerHub && !c.GHSharedTopic {
+	if e.agent.TopicPerHub && !c.GHSharedTopic {
 		// The agents' topics are made when they first publish, with the
 		// broker's default number of partitions: one, as the agent's
 		// order of types needs. The shared topic is the scenario's own.

@@ -119,7 +119,7 @@ func (e *benchEnv) decoder(maxBundleBytes int64) decoder {
 // gh-status.<hub>, as they do in a real deployment, so their hubs' names
 // start with topic: the scenario's topics are then told apart by name.
 func (e *benchEnv) simTopic(cfg *sim.Config, topic string) {
-	if e.agent.Bench.TopicPerHub && !e.cfg.GHSharedTopic {
+	if e.agent.TopicPerHub && !e.cfg.GHSharedTopic {
 		cfg.Topic, cfg.HubPrefix = "", topic+"-hub-"
 		return
 	}
@@ -129,7 +129,7 @@ func (e *benchEnv) simTopic(cfg *sim.Config, topic string) {
 // readTopic is what a consumer subscribes to for the simulation simTopic
 // pointed at topic: topic, or the pattern of the global-hub agents' topics.
 func (e *benchEnv) readTopic(topic string) string {
-	if e.agent.Bench.TopicPerHub && !e.cfg.GHSharedTopic {
+	if e.agent.TopicPerHub && !e.cfg.GHSharedTopic {
 		return "^" + regexp.QuoteMeta(sim.GlobalHubTopicPrefix+topic+"-hub-") + ".*"
 	}
 	return topic
