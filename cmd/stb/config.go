@@ -53,28 +53,10 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 		c.Startup = map[string]string{}
 	}
 	for _, st := range profiles.StartupSteps() {
-		fs.Var(mapEntry{c.Startup, st.Flag}, st.Flag, st.Help)
+		fs.Func(st.Flag, st.Help, func(v string) error { c.Startup[st.Flag] = v; return nil })
 	}
 	if log != nil {
 		fs.StringVar(&log.Level, "log-level", "info", "log level: debug, info, warn, error")
 		fs.StringVar(&log.Format, "log-format", "json", "log format: json or console")
 	}
-}
-
-// mapEntry is a string flag held in m[key] (bridge.Config.Startup).
-type mapEntry struct {
-	m   map[string]string
-	key string
-}
-
-func (e mapEntry) String() string {
-	if e.m == nil {
-		return ""
-	}
-	return e.m[e.key]
-}
-
-func (e mapEntry) Set(v string) error {
-	e.m[e.key] = v
-	return nil
 }

@@ -45,24 +45,19 @@ func demoCmd(ctx context.Context, args []string) error {
 	}
 	cfg.Sim, cfg.Logger = s.cfg, logger
 	if c.Demo != nil {
-		ok, err := demo.RunAgent(ctx, cfg, c.Demo)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return exitError{code: 1}
-		}
-		return nil
+		return demoEnded(demo.RunAgent(ctx, cfg, c.Demo))
 	}
 	cfg.NewPublisher = func(brokers string) (*sim.KafkaPublisher, error) {
 		return sim.NewKafkaPublisher(transport.PublisherConfig{Brokers: brokers, TypePrefix: s.prefix}, logger.Named("simulate"))
 	}
 	res, err := demo.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if !res.OK() {
+	return demoEnded(res != nil && res.OK(), err)
+}
+
+// demoEnded is a demo's exit: its error, else status 1 unless verified.
+func demoEnded(ok bool, err error) error {
+	if err == nil && !ok {
 		return exitError{code: 1}
 	}
-	return nil
+	return err
 }

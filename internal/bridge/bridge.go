@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		}
 		onResync = b.resyncs.send
 	}
-	mcfg := cfg.Conflation
+	mcfg := cfg.Conflation.config()
 	mcfg.Types, mcfg.Merge, mcfg.Decode = reg.Types(), reg.Mergers(), reg.Decode
 	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
 	if b.manager, err = conflation.NewManager(mcfg); err != nil {

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/internal/hubs"
@@ -29,11 +28,11 @@ type Config struct {
 	// partition without a stored offset starts, the type prefix, the
 	// source check, the largest bundle and the backpressure threshold.
 	Reader transport.Config
-	// Conflation is the conflation manager's: delta merging, dependency
-	// timeout, idle units' eviction, resync waits, and NoConflation (the
-	// per-record baseline). The bridge sets Types, Merge, OnEvict,
-	// OnResync and Registerer itself.
-	Conflation conflation.Config
+	// Conflation is the conflation manager's options: delta merging,
+	// dependency timeout, idle units' eviction, resync waits, and
+	// NoConflation (the per-record baseline). What the manager is wired
+	// to (types, mergers, callbacks, metrics) New adds.
+	Conflation ConflationOptions
 	// Dispatcher is the dispatcher's. Workers is also the size of the
 	// workers' connection pool (--db-pool-size). With NoConflation the
 	// bridge writes one bundle per transaction whatever BatchJobs says.
@@ -106,7 +105,7 @@ func DefaultConfig() Config {
 	reader.MaxBufferedBytes = DefaultMaxBufferedBytes
 	return Config{
 		Reader: reader,
-		Conflation: conflation.Config{
+		Conflation: ConflationOptions{
 			MaxDeltaBytes:     DefaultMaxDeltaBytes,
 			DependencyTimeout: DefaultDependencyTimeout,
 			IdleTimeout:       DefaultUnitIdleTimeout,
