@@ -25,9 +25,8 @@ func RunAgent(ctx context.Context, cfg Config, demo func(context.Context, profil
 		if partitions == 0 {
 			partitions = cfg.Partitions
 		}
-		st, err := startStage(ctx, stageConfig{DatabaseURL: cfg.DatabaseURL, DatabaseName: cfg.DatabaseName,
-			HTTPAddr: cfg.HTTPAddr, AdminAddr: cfg.AdminAddr, Topics: topics, Partitions: partitions,
-			Profiles: profiles, Console: console, Logger: cfg.Logger}, say)
+		st, err := startStage(ctx, stageConfig{Config: cfg, Topics: topics, Partitions: partitions,
+			Profiles: profiles, Console: console}, say)
 		if err != nil {
 			return nil, err
 		}

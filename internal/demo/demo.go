@@ -134,9 +134,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Out, "demo: "+format+"\n", a...) }
 
 	// 1–3. A fresh database, the embedded broker, the bridge.
-	st, err := startStage(ctx, stageConfig{DatabaseURL: cfg.DatabaseURL, DatabaseName: cfg.DatabaseName,
-		HTTPAddr: cfg.HTTPAddr, AdminAddr: cfg.AdminAddr, Topics: topics, Partitions: partitions,
-		Console: "units at /debug/units", Logger: cfg.Logger}, say)
+	st, err := startStage(ctx, stageConfig{Config: cfg, Topics: topics, Partitions: partitions,
+		Console: "units at /debug/units"}, say)
 	if err != nil {
 		return nil, err
 	}

@@ -194,7 +194,9 @@ type Bench struct {
 	// CatchUpOnly: the agent is measured in the catch-up scenario only
 	// (the others are STB's wire format).
 	CatchUpOnly bool
-	// Profiles the bridge under test reads; nil: the bridge's default.
+	// Profiles the bridge under test reads, whose registry the ceilings
+	// decode and write with; nil: the bridge's default profiles, and
+	// STB's own registry (dbsyncers.Default).
 	Profiles []string
 	// Decoder, nil for transport.Decode, returns a new decoding of the
 	// agent's events as the reader does, for the read+decode ceiling.
