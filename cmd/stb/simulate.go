@@ -81,15 +81,8 @@ func simulateCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	last := time.Now()
-	err = c.Simulate(ctx, profile.SimulateRun{Sim: s.cfg, Brokers: s.brokers, TypePrefix: s.prefix, Expected: s.expected,
-		ResyncTopic: s.resyncTopic, ResyncQuiet: s.resyncQuiet, Out: os.Stdout, Logger: logger,
-		Progress: func(sent int) {
-			if time.Since(last) >= time.Second {
-				last = time.Now()
-				fmt.Fprintf(os.Stderr, "\rsimulate: %d messages sent", sent)
-			}
-		}})
-	fmt.Fprintln(os.Stderr)
-	return err
+	pl := &profile.ProgressLine{W: os.Stderr, Out: os.Stdout}
+	defer pl.End()
+	return c.Simulate(ctx, profile.SimulateRun{Sim: s.cfg, Brokers: s.brokers, TypePrefix: s.prefix, Expected: s.expected,
+		ResyncTopic: s.resyncTopic, ResyncQuiet: s.resyncQuiet, Out: pl, Progress: pl.Sent, Logger: logger})
 }

@@ -232,3 +232,38 @@ type StartupEnv struct {
 	Kafka  transport.PublisherConfig
 	Logger *zap.Logger
 }
+
+// ProgressLine is how `stb simulate` shows progress: "\rsimulate: N
+// messages sent" on W at most once a second (Sent, a
+// SimulateRun.Progress), the line ended before anything is written
+// through it to Out (it is the run's Out) and by End.
+type ProgressLine struct {
+	W, Out io.Writer
+	last   time.Time
+	shown  bool
+}
+
+// Sent shows that n messages were sent, a second after the first call
+// and then at most once a second.
+func (p *ProgressLine) Sent(n int) {
+	if p.last.IsZero() {
+		p.last = time.Now()
+	} else if time.Since(p.last) >= time.Second {
+		p.last, p.shown = time.Now(), true
+		fmt.Fprintf(p.W, "\rsimulate: %d messages sent", n)
+	}
+}
+
+// Write ends the progress line and writes b to Out.
+func (p *ProgressLine) Write(b []byte) (int, error) {
+	p.End()
+	return p.Out.Write(b)
+}
+
+// End ends the progress line, if one is shown.
+func (p *ProgressLine) End() {
+	if p.shown {
+		fmt.Fprintln(p.W)
+		p.shown = false
+	}
+}
