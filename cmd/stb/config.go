@@ -51,6 +51,12 @@ func bindRun(fs *flag.FlagSet, c *bridge.Config, log *logFlags) {
 	fs.BoolVar(&c.AdminNoAuth, "admin-no-auth", c.AdminNoAuth, "let --admin-addr listen beyond the loopback without --admin-token-file (only behind a proxy that authenticates)")
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "address of the operator's console (status page, /debug/units, pprof); keep it off the network or set --admin-token-file; empty disables")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding a bearer token every admin request must carry (Authorization: Bearer <token>)")
+	if c.Startup == nil {
+		c.Startup = map[string]string{}
+	}
+	for _, st := range profiles.StartupSteps() {
+		fs.Func(st.Flag, st.Help, func(v string) error { c.Startup[st.Flag] = v; return nil })
+	}
 	if log != nil {
 		fs.StringVar(&log.Level, "log-level", "info", "log level: debug, info, warn, error")
 		fs.StringVar(&log.Format, "log-format", "json", "log format: json or console")

@@ -9,8 +9,6 @@ import (
 	"github.com/stbridge/stb/internal/demo"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
-	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	simwork "github.com/stbridge/stb/pkg/sim/work"
 )
 
 // demoCmd binds `stb demo`'s flags to a demo.Config and runs it; exit
@@ -40,30 +38,25 @@ func demoCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = logger.Sync() }()
-	if s.cfg.Agent == simwork.Agent {
-		return demoWork(ctx, s, cfg, logger)
-	}
-	cfg.Sim, cfg.Logger = s.cfg, logger
-	if s.cfg.Agent == cnesim.AgentName {
-		res, err := demo.RunCNE(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		if !res.OK() {
-			return exitError{code: 1}
-		}
-		return nil
-	}
-	cfg.NewPublisher = func(brokers string) (*sim.KafkaPublisher, error) {
-		s.brokers = brokers
-		return newKafkaPublisher(s, logger.Named("simulate"))
-	}
-	res, err := demo.Run(ctx, cfg)
+	c, err := s.commands()
 	if err != nil {
 		return err
 	}
-	if !res.OK() {
+	cfg.Sim, cfg.Logger = s.cfg, logger
+	if c.Demo != nil {
+		return demoEnded(demo.RunAgent(ctx, cfg, c.Demo))
+	}
+	cfg.NewPublisher = func(brokers string) (*sim.KafkaPublisher, error) {
+		return sim.NewKafkaPublisher(sim.PublisherConfig{Brokers: brokers, TypePrefix: s.prefix}, logger.Named("simulate"))
+	}
+	res, err := demo.Run(ctx, cfg)
+	return demoEnded(res != nil && res.OK(), err)
+}
+
+// demoEnded is a demo's exit: its error, else status 1 unless verified.
+func demoEnded(ok bool, err error) error {
+	if err == nil && !ok {
 		return exitError{code: 1}
 	}
-	return nil
+	return err
 }

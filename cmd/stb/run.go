@@ -14,7 +14,6 @@ func runCmd(ctx context.Context, args []string) error {
 	var log logFlags
 	fs := newFlagSet("run", "Run the bridge: read status bundles from Kafka, conflate them per hub, write them to PostgreSQL.\nSIGTERM or SIGINT shuts it down gracefully within --shutdown-timeout; a second one exits at once.")
 	bindRun(fs, &cfg, &log)
-	workResyncTopic := fs.String("work-resync-topic", "", "with the work profile: at start-up, ask every cluster's work agent for the statuses that differ from the stored ones (status.resync_request on this topic; see stb work resync)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -39,9 +38,6 @@ func runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	if *workResyncTopic != "" {
-		startupWorkResync(ctx, cfg, *workResyncTopic, logger)
-	}
 	return b.Run(ctx)
 }
 

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
-	"github.com/stbridge/stb/pkg/sim"
-	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	simwork "github.com/stbridge/stb/pkg/sim/work"
-	"github.com/stbridge/stb/pkg/verify"
 )
 
 func verifyCmd(ctx context.Context, args []string) error {
@@ -19,35 +16,25 @@ func verifyCmd(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if exp, ok, err := cnesim.ReadExpected(*expected); err != nil || ok {
-		if err != nil {
-			return err
-		}
-		return verifyCNE(ctx, *url, exp)
-	}
-	wexp, isWork, err := simwork.ReadExpected(*expected)
-	if err != nil {
-		return err
-	}
-	var exp *sim.Expected
-	if !isWork {
-		if exp, err = sim.ReadExpected(*expected); err != nil {
-			return err
-		}
-	}
 	pool, err := db.Connect(ctx, *url, 2)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if isWork {
-		return verifyWork(ctx, pool, wexp)
+	// Each profile's Verify claims its own agents' files.
+	for _, p := range profiles.All() {
+		if p.Verify == nil {
+			continue
+		}
+		claimed, v, err := p.Verify(ctx, pool, *expected)
+		if err != nil {
+			return err
+		}
+		if claimed {
+			return verified(v.OK, v.Summary, v.Matched)
+		}
 	}
-	rep, err := verify.Verify(ctx, pool, exp)
-	if err != nil {
-		return err
-	}
-	return verified(rep.OK(), rep.Summary(), fmt.Sprintf("%d hubs, %d versions, %d managed clusters match", rep.Hubs, rep.Versions, rep.Clusters))
+	return fmt.Errorf("%s is no expected state of any profile's agents (%s)", *expected, strings.Join(profiles.AgentNames(), ", "))
 }
 
 // verified prints what `stb verify` found, every profile's the same way:

@@ -4,19 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"go.uber.org/zap"
 
 	wf "github.com/stbridge/stb/dbsyncers/work"
-	"github.com/stbridge/stb/internal/bridge"
+	"github.com/stbridge/stb/internal/profiles/work"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/transport"
 )
-
-// workResyncTimeout bounds a status resync: reading the hashes and handing
-// every request to Kafka.
-const workResyncTimeout = 2 * time.Minute
 
 // workCmd is `stb work`, the ManifestWork status family's commands.
 func workCmd(ctx context.Context, args []string) error {
@@ -38,50 +31,10 @@ func workCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := publishWorkResync(ctx, *url, transport.PublisherConfig{Brokers: *brokers, Properties: props}, *topic, clusters, logger)
+	st, err := work.Resync(ctx, *url, transport.PublisherConfig{Brokers: *brokers, Properties: props}, *topic, clusters, logger)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("work resync: %d requests listing %d status hashes sent to %d clusters\n", st.Requests, st.Hashes, st.Clusters)
 	return nil
-}
-
-// publishWorkResync sends the status resync requests of clusters (all
-// when empty) and waits until Kafka has them.
-func publishWorkResync(ctx context.Context, url string, pcfg transport.PublisherConfig, topic string, clusters []string, logger *zap.Logger) (wf.ResyncStats, error) {
-	ctx, cancel := context.WithTimeout(ctx, workResyncTimeout)
-	defer cancel()
-	pool, err := db.Connect(ctx, url, 2)
-	if err != nil {
-		return wf.ResyncStats{}, err
-	}
-	defer pool.Close()
-	pub, err := transport.NewPublisher(pcfg, logger)
-	if err != nil {
-		return wf.ResyncStats{}, err
-	}
-	defer pub.Close()
-	st, err := wf.Resync(ctx, pool, pub, topic, clusters, time.Now())
-	if err != nil {
-		return st, fmt.Errorf("work resync: %w", err)
-	}
-	if err := pub.Flush(ctx); err != nil {
-		return st, fmt.Errorf("work resync: %w", err)
-	}
-	return st, nil
-}
-
-// startupWorkResync is `stb run --work-resync-topic`: once the database is
-// migrated and before the bridge reads, every cluster's agent is asked for
-// the statuses that differ from the stored ones. A failure is logged, not
-// fatal: the agents still send every change.
-func startupWorkResync(ctx context.Context, cfg bridge.Config, topic string, logger *zap.Logger) {
-	st, err := publishWorkResync(ctx, cfg.DatabaseURL, transport.PublisherConfig{Brokers: cfg.Reader.Brokers, Properties: cfg.Reader.Properties},
-		topic, nil, logger.Named("work-resync"))
-	if err != nil {
-		logger.Warn("work status resync at start-up failed", zap.Error(err))
-		return
-	}
-	logger.Info("work status resync requested", zap.String("topic", topic), zap.Int("clusters", st.Clusters),
-		zap.Int("requests", st.Requests), zap.Int("hashes", st.Hashes))
 }

@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		}
 		onResync = b.resyncs.send
 	}
-	mcfg := cfg.Conflation
+	mcfg := cfg.Conflation.config()
 	mcfg.Types, mcfg.Merge, mcfg.Decode = reg.Types(), reg.Mergers(), reg.Decode
 	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
 	// Lingering: only while the reader is far behind a partition's end,

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/stbridge/stb/conflation"
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dispatcher"
 	"github.com/stbridge/stb/internal/hubs"
@@ -30,11 +29,11 @@ type Config struct {
 	// partition without a stored offset starts, the type prefix, the
 	// source check, the largest bundle and the backpressure threshold.
 	Reader transport.Config
-	// Conflation is the conflation manager's: delta merging, dependency
-	// timeout, idle units' eviction, resync waits, and NoConflation (the
-	// per-record baseline). The bridge sets Types, Merge, OnEvict,
-	// OnResync and Registerer itself.
-	Conflation conflation.Config
+	// Conflation is the conflation manager's options: delta merging,
+	// dependency timeout, idle units' eviction, resync waits, and
+	// NoConflation (the per-record baseline). What the manager is wired
+	// to (types, mergers, callbacks, metrics) New adds.
+	Conflation ConflationOptions
 	// Dispatcher is the dispatcher's. Workers is also the size of the
 	// workers' connection pool (--db-pool-size). With NoConflation the
 	// bridge writes one bundle per transaction whatever BatchJobs says.
@@ -48,6 +47,13 @@ type Config struct {
 	// and "globalhub", both by default: the prefixes cannot be confused,
 	// and the global-hub events only come from the topics subscribed.
 	Profiles []string
+	// Startup turns on the profiles' start-up steps
+	// (profile.Profile.Startup), by the step's flag: e.g.
+	// {"work-resync-topic": "status.resync"} asks every work agent for
+	// its differing statuses at start-up. A step of a profile that is not
+	// on is refused by Validate. Run runs the steps before it reads; a
+	// failing one is logged, not fatal.
+	Startup map[string]string
 	// ResyncTopic, when not empty, is where resync requests go: a bundle
 	// that waited Conflation.ResyncAfter for a version of its dependency
 	// that was never read asks its hub for a complete bundle of that type
@@ -110,7 +116,7 @@ func DefaultConfig() Config {
 	reader.MaxBufferedBytes = DefaultMaxBufferedBytes
 	return Config{
 		Reader: reader,
-		Conflation: conflation.Config{
+		Conflation: ConflationOptions{
 			MaxDeltaBytes:     DefaultMaxDeltaBytes,
 			DependencyTimeout: DefaultDependencyTimeout,
 			IdleTimeout:       DefaultUnitIdleTimeout,
@@ -165,8 +171,10 @@ func (c Config) Validate() error {
 	if c.Hubs.DeleteAfter > 0 && c.Hubs.InactiveAfter == 0 {
 		errs = append(errs, errors.New("--hub-delete-after needs --hub-inactive-after: only inactive hubs are deleted"))
 	}
-	if _, err := profiles.Parse(c.Profiles); err != nil {
+	if set, err := profiles.Parse(c.Profiles); err != nil {
 		errs = append(errs, fmt.Errorf("--profiles: %w", err))
+	} else if _, err := set.Startup(c.Startup); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AdminAddr != "" && c.AdminTokenFile == "" && !c.AdminNoAuth && !loopback(c.AdminAddr) {
 		errs = append(errs, fmt.Errorf("--admin-addr %s listens beyond this machine without --admin-token-file: whoever reaches it "+

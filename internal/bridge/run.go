@@ -70,7 +70,9 @@ func (c *component) stop(deadline context.Context) bool {
 	}
 }
 
-// Run runs the bridge until ctx ends or a component fails, then shuts down
+// Run first runs the profiles' start-up steps Config.Startup turns on
+// (each bounded by its own timeout; a failure is logged), then runs the
+// bridge until ctx ends or a component fails, then shuts down
 // in this order, every step within what is left of
 // Config.ShutdownTimeout:
 //
@@ -95,6 +97,7 @@ func (c *component) stop(deadline context.Context) bool {
 // and a restart replays them. Run returns the error of the component that
 // failed, else that of the final commit, else nil.
 func (b *Bridge) Run(ctx context.Context) error {
+	b.startup(ctx)
 	var g errgroup.Group
 	failed := make(chan error, 1)
 	reader := start(&g, "reader", failed, b.reader.Run)

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/stbridge/stb/conflation"
-	"github.com/stbridge/stb/dbsyncers/cne"
+	"github.com/stbridge/stb/internal/profiles"
+	"github.com/stbridge/stb/internal/profiles/profile"
 	"github.com/stbridge/stb/pkg/committer"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/deadletter"
@@ -336,11 +337,28 @@ func (c *Console) hubPage(w http.ResponseWriter, r *http.Request) {
 		data["Stored"], data["StoredErr"] = stored, err
 		rows, err := deadletter.List(ctx, c.pool, deadletter.Filter{Hub: hub, Limit: consoleRows, Newest: true})
 		data["Letters"], data["LettersErr"] = rows, err
-		// A Cloud Native Events node is a hub of its own: its rows.
-		cneRows, err := cne.LoadNode(ctx, c.pool, hub, consoleRows)
-		data["CNE"], data["CNEErr"] = cneRows, err
+		// Each profile's rows of the hub (a Cloud Native Events node is
+		// a hub of its own), those it has.
+		var sections []hubSection
+		for _, p := range profiles.All() {
+			if p.HubSection == nil {
+				continue
+			}
+			sec, err := p.HubSection(ctx, c.pool, hub, consoleRows)
+			if err != nil || len(sec.Rows) > 0 {
+				sections = append(sections, hubSection{Section: sec, Err: err})
+			}
+		}
+		data["Sections"] = sections
 	}
 	render(w, hubTmpl, data)
+}
+
+// hubSection is a profile's section of a hub's page and what loading it
+// failed with.
+type hubSection struct {
+	profile.Section
+	Err error
 }
 
 func (c *Console) deadLettersPage(w http.ResponseWriter, r *http.Request) {
@@ -464,10 +482,10 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 <table id="stored"><tr><th>type</th><th>version</th><th>written</th><th>from</th></tr>
 {{range .Stored}}<tr><td>{{.Type}}</td><td>{{.Version}}</td><td>{{secs .AgeSec}} ago</td><td>{{if ge .Offset 0}}{{.Topic}}/{{.Partition}}@{{.Offset}}{{else}}tombstone{{end}}</td></tr>{{else}}<tr><td colspan="4">nothing</td></tr>{{end}}
 </table>
-{{if or .CNE .CNEErr}}<h2>Cloud Native Events of this node</h2>
-{{if .CNEErr}}<p class="bad">{{.CNEErr}}</p>{{end}}
-<table id="cne"><tr><th>type</th><th>resource address</th><th>data type</th><th>value</th><th>event time</th><th>from</th></tr>
-{{range .CNE}}<tr><td>{{.Type}}</td><td>{{.Address}}</td><td>{{.DataType}}</td><td>{{.Value}} <small>{{.ValueType}}</small></td><td>{{when .Time}}</td><td>{{.Topic}}/{{.Partition}}@{{.Offset}}</td></tr>{{end}}
+{{range .Sections}}<h2>{{.Title}}</h2>
+{{if .Err}}<p class="bad">{{.Err}}</p>{{end}}
+<table id="{{.ID}}"><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}
 </table>{{end}}
 <h2>In this bridge's memory</h2>
 {{with .Unit}}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stbridge/stb/internal/profiles/cne"
 	"github.com/stbridge/stb/pkg/sim"
 )
 
@@ -12,11 +13,11 @@ import (
 // node's rows, and says so.
 func TestDemoCNEEndsVerified(t *testing.T) {
 	cfg, out := demoConfig(t, sim.Config{Hubs: 4, Generations: 30, Seed: 9, Agent: "cne"})
-	res, err := RunCNE(context.Background(), cfg)
+	ok, err := RunAgent(context.Background(), cfg, cne.Demo)
 	if err != nil {
-		t.Fatalf("RunCNE: %v\n%s", err, out)
+		t.Fatalf("RunAgent: %v\n%s", err, out)
 	}
-	if !res.OK() || !strings.Contains(out.String(), "verified: ok") || !strings.Contains(out.String(), "stb.cne_state of node node-000") {
+	if !ok || !strings.Contains(out.String(), "verified: ok") || !strings.Contains(out.String(), "stb.cne_state of node node-000") {
 		t.Fatalf("not verified:\n%s", out)
 	}
 }

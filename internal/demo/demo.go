@@ -26,6 +26,7 @@ import (
 
 	"github.com/stbridge/stb/internal/humanize"
 	"github.com/stbridge/stb/internal/metricview"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/verify"
 )
@@ -114,8 +115,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// topic made later would be seen only at the next metadata refresh.
 	partitions := cfg.Partitions
 	topics := []string{s.Topic}
+	_, agent, _ := profiles.LookupAgent(s.Agent) // sim.Run refuses an unknown one
+	perHub := agent.TopicPerHub
 	switch {
-	case s.Agent == sim.AgentGlobalHub && s.Topic == "":
+	case perHub && s.Topic == "":
 		// A topic per hub, of one partition: the agent keys by event type,
 		// and a hub's types must be read in the order sent (README, "The
 		// global-hub agent's events").
@@ -131,9 +134,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Out, "demo: "+format+"\n", a...) }
 
 	// 1–3. A fresh database, the embedded broker, the bridge.
-	st, err := startStage(ctx, stageConfig{DatabaseURL: cfg.DatabaseURL, DatabaseName: cfg.DatabaseName,
-		HTTPAddr: cfg.HTTPAddr, AdminAddr: cfg.AdminAddr, Topics: topics, Partitions: partitions,
-		Console: "units at /debug/units", Logger: cfg.Logger}, say)
+	st, err := startStage(ctx, stageConfig{Config: cfg, Topics: topics, Partitions: partitions,
+		Console: "units at /debug/units"}, say)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/internal/metricview"
@@ -30,18 +29,18 @@ type stage struct {
 	closers []func() // in the order they were opened
 }
 
-// stageConfig says what a demo's stage holds.
+// stageConfig says what a demo's stage holds: the demo's Config (its
+// database, listeners and logger) and what the demo at hand adds.
 type stageConfig struct {
-	DatabaseURL, DatabaseName string
-	HTTPAddr, AdminAddr       string
-	Topics                    []string
-	Partitions                int
+	Config
+	Topics []string
+	// Partitions of each topic (the Config's, or 1 for per-hub topics).
+	Partitions int
 	// Profiles the bridge reads; nil reads its defaults.
 	Profiles []string
 	// Console is what the console line adds after the address: where to
 	// look for the demo's rows.
 	Console string
-	Logger  *zap.Logger
 }
 
 // startStage sets the stage up and starts the bridge, saying what it did;

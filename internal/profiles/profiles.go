@@ -1,20 +1,30 @@
 // Package profiles lists the wire profiles a bridge can read, STB's own
 // bundles, the multicluster global-hub agent's events and the status
 // families, and builds what a set of them needs: the registry of their
-// bundle types (dbsyncers) and the families the transport maps onto
-// bundles (transport.Family).
+// bundle types (dbsyncers), the families the transport maps onto bundles
+// (transport.Family), what a hub delete must know of them, and their
+// start-up steps.
 //
-// The list is explicit, as dbsyncers' registry is: a new family is a
-// package that returns its Profile, and one line in All.
+// A profile is one package under internal/profiles (stb, globalhub,
+// work, cne) returning its profile.Profile: its types, its family, and
+// the hooks cmd/stb, the demo, the bench and the console call instead of
+// naming it (its simulated agents, its verification, its console section,
+// its start-up steps). All is the only list of them: a new profile is a
+// package and one line in All.
 package profiles
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/stbridge/stb/dbsyncers"
-	"github.com/stbridge/stb/dbsyncers/cne"
-	"github.com/stbridge/stb/dbsyncers/work"
+	"github.com/stbridge/stb/internal/profiles/cne"
+	"github.com/stbridge/stb/internal/profiles/globalhub"
+	"github.com/stbridge/stb/internal/profiles/profile"
+	"github.com/stbridge/stb/internal/profiles/stb"
+	"github.com/stbridge/stb/internal/profiles/work"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -22,73 +32,68 @@ import (
 // Names of the built-in profiles.
 const (
 	// STB is STB's own format (dbsyncers.Default's types).
-	STB = "stb"
+	STB = stb.Name
 	// GlobalHub is the multicluster global-hub agent's events
 	// (dbsyncers.GlobalHub's types), decoded by transport.GlobalHub.
-	GlobalHub = "globalhub"
+	GlobalHub = globalhub.Name
 )
 
-// Profile is one wire profile: a family of bundle types and, unless the
-// reader decodes its events itself (stb, globalhub), how its CloudEvents
-// become bundles.
-type Profile struct {
-	Name string
-	// Help says in a few words what the profile reads, for --help.
-	Help string
-	// Syncers returns the profile's bundle types in priority order; they
-	// are registered after those of the profiles listed before it.
-	Syncers func() []dbsyncers.Syncer
-	// Family, nil for stb and globalhub, returns the mapping of the
-	// profile's events onto its bundles; the reader gets a new one per
-	// bridge.
-	Family func() transport.Family
-	// KeyFenced: the profile's bundles carry no hub-level version; each
-	// row keeps its own fence. Its types take a constant version and
-	// equal ones (bundle.TypeInfo.TakesEqual), so stb.bundle_versions
-	// passes everything, and the real fence is per key in the profile's
-	// tables. A hub delete removes such a type's version row instead of
-	// leaving a tombstone, which would be at the constant version and so
-	// refuse every later bundle of the hub for good, and a bridge's memory
-	// does not fence the type after the delete: the hub's next bundle is
-	// taken, as a newer incarnation of a hub is.
-	KeyFenced bool
-	// HubTables returns the tables holding the profile's rows of a hub
-	// that a hub delete or reset must remove (or soft-delete, or mark:
-	// db.HubTable) and would not find by itself (it finds the tables of
-	// schema stb with a hub column); nil when there are none. The
-	// global-hub profile declares the global hub's own tables here
-	// (globalHubTables).
-	HubTables func() []db.HubTable
-}
+// Profile is one wire profile (package profile has its fields).
+type Profile = profile.Profile
+
+// Agent is a simulated sender of a profile's wire format.
+type Agent = profile.Agent
 
 // All returns every profile the bridge ships with, in the order their
 // types are registered.
 func All() []Profile {
-	return []Profile{
-		{Name: STB, Help: "STB's own bundles", Syncers: builtin(true, false)},
-		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub,
-			HubTables: globalHubTables},
-		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily,
-			KeyFenced: true, HubTables: work.HubTables},
-		{Name: cne.Profile, Help: "Cloud Native Events (O-RAN PTP/sync notifications)", Syncers: cne.Syncers, Family: cne.NewFamily,
-			KeyFenced: true},
-	}
+	gh := globalhub.Profile()
+	gh.HubTables = globalHubTables
+	return []Profile{stb.Profile(), gh, work.Profile(), cne.Profile()}
 }
 
-// builtin returns the syncers of dbsyncers' own profiles.
-func builtin(stb, globalHub bool) func() []dbsyncers.Syncer {
-	return func() []dbsyncers.Syncer {
-		reg, err := dbsyncers.ForProfiles(stb, globalHub)
-		if err != nil {
-			panic(err) // fixed lists; a programming error
+// LookupAgent returns the simulated agent called name and its profile.
+func LookupAgent(name string) (Profile, Agent, error) {
+	for _, p := range All() {
+		for _, a := range p.Agents {
+			if a.Name == name {
+				return p, a, nil
+			}
 		}
-		var out []dbsyncers.Syncer
-		for _, ti := range reg.Types() {
-			s, _ := reg.Lookup(ti.Name)
-			out = append(out, *s)
-		}
-		return out
 	}
+	return Profile{}, Agent{}, fmt.Errorf("unknown agent %q (want one of %s)", name, strings.Join(AgentNames(), ", "))
+}
+
+// AgentNames returns the name of every simulated agent, in All's order.
+func AgentNames() []string {
+	var names []string
+	for _, p := range All() {
+		for _, a := range p.Agents {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// AgentUsage lists the agents with their help, for --agent's help text.
+func AgentUsage() string {
+	var parts []string
+	for _, p := range All() {
+		for _, a := range p.Agents {
+			parts = append(parts, a.Name+" "+a.Help)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// StartupSteps returns every profile's start-up steps, whichever are on,
+// for the flags that turn them on.
+func StartupSteps() []profile.StartupStep {
+	var steps []profile.StartupStep
+	for _, p := range All() {
+		steps = append(steps, p.Startup...)
+	}
+	return steps
 }
 
 // Default returns the profiles read when none are named.
@@ -162,6 +167,47 @@ func (s Set) Registry() (*dbsyncers.Registry, error) {
 	return dbsyncers.NewRegistry(syncers...)
 }
 
+// Startup returns the start-up steps of the profiles that are on whose
+// options opts sets (by flag name), each with its value; an option of a
+// profile that is off is an error naming the flag and the profile.
+func (s Set) Startup(opts map[string]string) ([]Step, error) {
+	var steps []Step
+	var errs []string
+	for _, f := range slices.Sorted(maps.Keys(opts)) {
+		if opts[f] == "" {
+			continue
+		}
+		found := false
+		for _, p := range All() {
+			for _, st := range p.Startup {
+				if st.Flag != f {
+					continue
+				}
+				found = true
+				if !s.Has(p.Name) {
+					errs = append(errs, fmt.Sprintf("--%s needs the %s profile (--profiles …,%s)", f, p.Name, p.Name))
+					continue
+				}
+				steps = append(steps, Step{Profile: p.Name, StartupStep: st, Value: opts[f]})
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Sprintf("--%s: no profile has such a start-up step", f))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return steps, nil
+}
+
+// Step is a start-up step that is on, with its option's value.
+type Step struct {
+	Profile string
+	profile.StartupStep
+	Value string
+}
+
 // Families returns a new mapping of each family that is on, for one
 // reader.
 func (s Set) Families() []transport.Family {
@@ -179,7 +225,7 @@ func (s Set) Families() []transport.Family {
 func AllTypeNames() []string {
 	var names []string
 	for _, p := range All() {
-		names = append(names, p.typeNames()...)
+		names = append(names, profileTypeNames(p)...)
 	}
 	return names
 }
@@ -191,7 +237,7 @@ func HubFencedTypes() []string {
 	var names []string
 	for _, p := range All() {
 		if !p.KeyFenced {
-			names = append(names, p.typeNames()...)
+			names = append(names, profileTypeNames(p)...)
 		}
 	}
 	return names
@@ -206,7 +252,7 @@ func HubScope() db.HubScope {
 	var s db.HubScope
 	for _, p := range All() {
 		if p.KeyFenced {
-			s.KeyFenced = append(s.KeyFenced, p.typeNames()...)
+			s.KeyFenced = append(s.KeyFenced, profileTypeNames(p)...)
 		}
 		if p.HubTables != nil {
 			s.Tables = append(s.Tables, p.HubTables()...)
@@ -215,7 +261,7 @@ func HubScope() db.HubScope {
 	return s
 }
 
-func (p Profile) typeNames() []string {
+func profileTypeNames(p Profile) []string {
 	var names []string
 	for _, s := range p.Syncers() {
 		names = append(names, s.Name)

@@ -17,8 +17,6 @@ import (
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
-	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"go.uber.org/zap"
 )
 
@@ -156,6 +154,16 @@ func (c *Config) selected() ([]benchScenario, error) {
 	return out, nil
 }
 
+// agent returns the simulated agent c.Agent names (STB's when empty).
+func (c Config) agent() (profiles.Agent, error) {
+	name := c.Agent
+	if name == "" {
+		name = sim.AgentSTB
+	}
+	_, a, err := profiles.LookupAgent(name)
+	return a, err
+}
+
 // Validate checks the configuration; it changes nothing.
 func (c Config) Validate() error {
 	var errs []error
@@ -168,30 +176,22 @@ func (c Config) Validate() error {
 	if c.OverloadProducers < 1 {
 		errs = append(errs, errors.New("--overload-producers must be at least 1"))
 	}
-	switch c.Agent {
-	case "", sim.AgentSTB, sim.AgentHoH:
-	case sim.AgentGlobalHub:
-		for _, s := range c.Scenarios {
-			if s != "catch-up" {
-				errs = append(errs, fmt.Errorf("--agent globalhub: scenario %q is STB's wire format only; --scenario catch-up measures the global-hub agents", s))
+	if a, err := c.agent(); err != nil {
+		errs = append(errs, fmt.Errorf("--agent: %w", err))
+	} else {
+		if a.Bench.CatchUpOnly {
+			for _, s := range c.Scenarios {
+				if s != "catch-up" {
+					errs = append(errs, fmt.Errorf("--agent %s: scenario %q is STB's wire format only; --scenario catch-up measures the agent", a.Name, s))
+				}
+			}
+			if len(c.Scenarios) == 0 {
+				errs = append(errs, fmt.Errorf("--agent %s needs --scenario catch-up (the other scenarios are STB's wire format only)", a.Name))
 			}
 		}
-		if len(c.Scenarios) == 0 {
-			errs = append(errs, errors.New("--agent globalhub needs --scenario catch-up (the other scenarios are STB's wire format only)"))
+		if c.GHSharedTopic && !a.TopicPerHub {
+			errs = append(errs, errors.New("--gh-shared-topic needs --agent globalhub"))
 		}
-	case simwork.Agent:
-		if len(c.Scenarios) != 1 || c.Scenarios[0] != "catch-up" {
-			errs = append(errs, errors.New("--agent work needs --scenario catch-up (the other scenarios are STB's wire format only)"))
-		}
-	case cnesim.AgentName:
-		if len(c.Scenarios) != 1 || c.Scenarios[0] != "catch-up" {
-			errs = append(errs, errors.New("--agent cne needs --scenario catch-up (the other scenarios are STB's wire format only)"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("--agent %q: want %s, %s, %s, %s or %s", c.Agent, sim.AgentSTB, sim.AgentHoH, sim.AgentGlobalHub, simwork.Agent, cnesim.AgentName))
-	}
-	if c.GHSharedTopic && c.Agent != sim.AgentGlobalHub {
-		errs = append(errs, errors.New("--gh-shared-topic needs --agent globalhub"))
 	}
 	if c.MaxBufferedBytes < 0 {
 		errs = append(errs, errors.New("--max-buffered-bytes must not be negative"))
@@ -240,30 +240,23 @@ func Run(ctx context.Context, c Config, logger *zap.Logger) error {
 		return err
 	}
 	partitions := c.Partitions
-	if c.Agent == cnesim.AgentName {
-		if e.reg, err = cneRegistry(); err != nil {
-			return err
-		}
+	if e.agent, err = c.agent(); err != nil {
+		return err
 	}
-	if c.Agent == sim.AgentGlobalHub {
-		if e.reg, err = dbsyncers.ForProfiles(true, true); err != nil {
-			return err
-		}
-		// The agents' topics are made when they first publish, with the
-		// broker's default number of partitions: one, as the agent's
-		// order of types needs. The shared topic is the scenario's own.
-		if !c.GHSharedTopic {
-			partitions = 1
-		}
-	}
-	if c.Agent == simwork.Agent {
-		set, err := profiles.Parse(workProfiles)
+	if p := e.agent.Bench.Profiles; p != nil {
+		set, err := profiles.Parse(p)
 		if err != nil {
 			return err
 		}
 		if e.reg, err = set.Registry(); err != nil {
 			return err
 		}
+	}
+	if e.agent.TopicPerHub && !c.GHSharedTopic {
+		// The agents' topics are made when they first publish, with the
+		// broker's default number of partitions: one, as the agent's
+		// order of types needs. The shared topic is the scenario's own.
+		partitions = 1
 	}
 	report := &benchReport{Started: time.Now(), Command: c.Command, Machine: e.machine(ctx)}
 	var topics []string

@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stbridge/stb/dbsyncers/cne"
 	"github.com/stbridge/stb/internal/bridge"
 	"github.com/stbridge/stb/internal/metricview"
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
-	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 )
 
 // benchBridge is one variant of the bridge under test, running in this
@@ -74,8 +72,8 @@ func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge
 	cfg.HTTPAddr, cfg.AdminAddr = "", ""
 	cfg.ShutdownTimeout = benchShutdownTimeout
 	cfg.Reader.MaxBufferedBytes = e.cfg.MaxBufferedBytes
-	if e.cfg.Agent == cnesim.AgentName {
-		cfg.Profiles = []string{profiles.STB, cne.Profile}
+	if p := e.agent.Bench.Profiles; p != nil {
+		cfg.Profiles = p
 	}
 	if o.maxBundleBytes > 0 {
 		cfg.Reader.MaxBundleBytes = int(o.maxBundleBytes)

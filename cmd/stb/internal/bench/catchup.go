@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	cneprof "github.com/stbridge/stb/internal/profiles/cne"
+	workprof "github.com/stbridge/stb/internal/profiles/work"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
-	cnesim "github.com/stbridge/stb/pkg/sim/cne"
-	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
 	"github.com/stbridge/stb/pkg/verify"
 )
@@ -23,13 +23,22 @@ import (
 // checked with verify.Verify once every message is done; the baseline
 // stops at --baseline-limit and its total is extrapolated.
 func benchCatchUp(ctx context.Context, e *benchEnv, res *scenarioResult) error {
-	switch e.cfg.Agent {
-	case simwork.Agent:
-		return e.catchUpWork(ctx, res)
-	case cnesim.AgentName:
-		return e.catchUpCNE(ctx, res)
+	if v := e.agent.Bench.CatchUp; v != "" {
+		run, ok := familyCatchUps[v]
+		if !ok {
+			return fmt.Errorf("--agent %s: the bench has no catch-up variant %q", e.agent.Name, v)
+		}
+		return run(e, ctx, res)
 	}
 	return e.catchUp(ctx, res, "catchup", e.cfg.Hubs, true)
+}
+
+// familyCatchUps are the status families' catch-up variants, by the
+// name their agent's profile.Bench.CatchUp gives (the bench's code, in
+// cmd/stb/internal, cannot live in the profiles' packages).
+var familyCatchUps = map[string]func(*benchEnv, context.Context, *scenarioResult) error{
+	workprof.Name: (*benchEnv).catchUpWork,
+	cneprof.Name:  (*benchEnv).catchUpCNE,
 }
 
 // benchCatchUpManyHubs: the same backlog size from ten times the hubs

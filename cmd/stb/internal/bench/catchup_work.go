@@ -10,7 +10,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	wf "github.com/stbridge/stb/dbsyncers/work"
-	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/db"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
@@ -19,9 +18,6 @@ import (
 // workStatusBytes is the size of a simulated ManifestWork status in the
 // catch-up: Maestro measures statuses of about 20 KB.
 const workStatusBytes = 20_000
-
-// workProfiles are the profiles of the bridge that reads the work agents.
-var workProfiles = append(profiles.Default(), wf.Name)
 
 // catchUpWork is the catch-up of --agent work: a backlog of one status of
 // each of --messages works on --hubs clusters (sdk-go's agent codec, binary
@@ -107,7 +103,7 @@ func (e *benchEnv) catchUpWork(ctx context.Context, res *scenarioResult) error {
 		Note = fmt.Sprintf("%d clusters, a transaction per cluster's statuses, %d workers", pgxRes.Transactions, e.cfg.PoolSize)
 
 	// a: the bridge.
-	a, err := e.familyVariant(ctx, variantOpts{label: "catch-up/stb", conflation: true, topics: []string{topic}, db: "stb_bench_work_stb", profiles: workProfiles}, total,
+	a, err := e.familyVariant(ctx, variantOpts{label: "catch-up/stb", conflation: true, topics: []string{topic}, db: "stb_bench_work_stb", profiles: e.agent.Bench.Profiles}, total,
 		func(ctx context.Context, bb *benchBridge) (bool, string, error) {
 			rep, err := simwork.Verify(ctx, bb.pool, exp)
 			if err != nil {

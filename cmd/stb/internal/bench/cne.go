@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/dbsyncers/cne"
-	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/sim"
 	cnesim "github.com/stbridge/stb/pkg/sim/cne"
 )
@@ -94,14 +92,4 @@ func (e *benchEnv) catchUpCNE(ctx context.Context, res *scenarioResult) error {
 	res.note("stb wrote %s bundles (one per event; a node's waiting events go as one group per job) for %s events",
 		thousands(int64(a.Counters.written)), thousands(total))
 	return nil
-}
-
-// cneRegistry is the registry of a bridge reading the stb and cne
-// profiles.
-func cneRegistry() (*dbsyncers.Registry, error) {
-	set, err := profiles.Parse([]string{profiles.STB, cne.Profile})
-	if err != nil {
-		return nil, err
-	}
-	return set.Registry()
 }

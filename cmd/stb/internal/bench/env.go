@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/sim"
@@ -25,7 +26,10 @@ import (
 
 // benchEnv is what the scenarios of one invocation share.
 type benchEnv struct {
-	cfg     Config
+	cfg Config
+	// agent is the simulated agent cfg.Agent names (Run sets it; STB's
+	// when zero).
+	agent   profiles.Agent
 	brokers string
 	broker  *benchBroker
 	logger  *zap.Logger
@@ -104,8 +108,8 @@ type decoder struct {
 // of its own.
 func (e *benchEnv) decoder(maxBundleBytes int64) decoder {
 	d := decoder{rules: e.rules(maxBundleBytes), decode: transport.Decode}
-	if e.cfg.Agent == sim.AgentGlobalHub {
-		d.decode = transport.NewGlobalHub().Decode
+	if dec := e.agent.Bench.Decoder; dec != nil {
+		d.decode = dec()
 	}
 	return d
 }
@@ -115,7 +119,7 @@ func (e *benchEnv) decoder(maxBundleBytes int64) decoder {
 // gh-status.<hub>, as they do in a real deployment, so their hubs' names
 // start with topic: the scenario's topics are then told apart by name.
 func (e *benchEnv) simTopic(cfg *sim.Config, topic string) {
-	if e.cfg.Agent == sim.AgentGlobalHub && !e.cfg.GHSharedTopic {
+	if e.agent.TopicPerHub && !e.cfg.GHSharedTopic {
 		cfg.Topic, cfg.HubPrefix = "", topic+"-hub-"
 		return
 	}
@@ -125,7 +129,7 @@ func (e *benchEnv) simTopic(cfg *sim.Config, topic string) {
 // readTopic is what a consumer subscribes to for the simulation simTopic
 // pointed at topic: topic, or the pattern of the global-hub agents' topics.
 func (e *benchEnv) readTopic(topic string) string {
-	if e.cfg.Agent == sim.AgentGlobalHub && !e.cfg.GHSharedTopic {
+	if e.agent.TopicPerHub && !e.cfg.GHSharedTopic {
 		return "^" + regexp.QuoteMeta(sim.GlobalHubTopicPrefix+topic+"-hub-") + ".*"
 	}
 	return topic

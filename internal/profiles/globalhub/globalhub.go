@@ -1,0 +1,56 @@
+// Package globalhub is the globalhub profile: the multicluster global-hub
+// agent's events (stolostron/multicluster-global-hub), decoded by
+// transport.GlobalHub into dbsyncers.GlobalHub's types. It holds the
+// profile's value for profiles.All and its simulated agent: the hubs'
+// simulation (internal/profiles/stb's, pkg/sim) with the agent's own
+// flags, and how the bench reads it. The tables a hub delete or reset
+// touches are declared in internal/profiles (globalHubTables), which
+// sets them on this value.
+package globalhub
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/stbridge/stb/dbsyncers"
+	"github.com/stbridge/stb/internal/profiles/profile"
+	"github.com/stbridge/stb/internal/profiles/stb"
+	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/sim"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// Name is the profile's name.
+const Name = "globalhub"
+
+// Profile returns the globalhub profile, without its HubTables.
+func Profile() profile.Profile {
+	return profile.Profile{
+		Name: Name, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub,
+		Agents: []profile.Agent{{
+			Name: sim.AgentGlobalHub, Help: "sends the multicluster global-hub agent's events (read with --profiles globalhub)",
+			Bind: bind, TopicPerHub: true,
+			Bench: profile.Bench{CatchUpOnly: true, Profiles: []string{stb.Name, Name},
+				Decoder: func() func(*kafka.Message, transport.Rules, time.Time) (*bundle.Bundle, *transport.Reject) {
+					return transport.NewGlobalHub().Decode
+				}},
+		}},
+		// The hubs' simulation writes the global-hub agents' expected
+		// state too: stb's Verify reads it.
+	}
+}
+
+// bind registers the global-hub agent's flags and returns its commands:
+// the hubs' simulation with them.
+func bind(fs *flag.FlagSet) profile.Commands {
+	gh := &sim.GlobalHubConfig{}
+	fs.StringVar(&gh.SendMode, "event-send-mode", sim.SendModeBatch, "with --agent globalhub: how the event types are sent, as the agent's --event-send-mode: batch (data an array), single (a CloudEvent per event), or mixed (every other hub single)")
+	fs.IntVar(&gh.ResyncEvery, "gh-resync-every", 0, fmt.Sprintf("with --agent globalhub: rounds between periodic resyncs of managedcluster and policy.localspec, upstream every 6 h (0 = default %d, negative = only when the agent starts)", sim.DefaultResyncEvery))
+	fs.IntVar(&gh.FrameBytes, "gh-frame-bytes", 0, fmt.Sprintf("with --agent globalhub: largest generic bundle frame and event batch in bytes (0 = upstream's %d)", sim.DefaultFrameBytes))
+	fs.IntVar(&gh.ChunkBytes, "gh-chunk-bytes", 0, fmt.Sprintf("with --agent globalhub: data above this many bytes is sent in chunks (0 = upstream's %d)", sim.DefaultChunkBytes))
+	fs.DurationVar(&gh.ClockSkew, "gh-clock-skew", 0, fmt.Sprintf("with --agent globalhub: how far a restarted agent's clock may be behind the run before's (0 = default %s, negative = none)", sim.DefaultClockSkew))
+	return profile.Commands{Simulate: stb.Simulate, Sim: func(s *sim.Config) { s.GlobalHub = *gh }}
+}
