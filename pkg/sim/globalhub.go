@@ -188,6 +188,8 @@ type ghAgent struct {
 
 	stats GHStats
 	out   []GHMessage
+	// rotated: the first round of GlobalHubConfig.Rotate made its events.
+	rotated bool
 }
 
 // ghRun is what one run of the agent holds: every emitter starts empty at
@@ -236,6 +238,9 @@ func newGHAgent(rng *rand.Rand, cfg Config, i int, clusters *managedClusters) *g
 	if cfg.Policies > 0 {
 		a.policies = newPolicyModel(rng, name, clusters, cfg)
 		a.spec = newGHSpecs()
+		if cfg.GlobalHub.Rotate {
+			a.policies.placeAll(i > 0)
+		}
 	}
 	if i%3 != 2 { // two hubs in three run ACS
 		a.alerts = newGHAlertModel(name)
@@ -283,9 +288,15 @@ func (a *ghAgent) step(rng *rand.Rand, t tick) ([]GHMessage, error) {
 		a.clusters.evolve(rng, t.round)
 	}
 	if a.policies != nil {
-		a.policies.evolvePlacement(rng, t.round)
-		a.policies.evolveCompliance(rng)
-		a.spec.evolve(rng, a.policies)
+		if a.cfg.Rotate {
+			if t.round > 1 {
+				a.policies.rotate()
+			}
+		} else {
+			a.policies.evolvePlacement(rng, t.round)
+			a.policies.evolveCompliance(rng)
+		}
+		a.spec.evolve(rng, a.policies, a.cfg.Rotate)
 	}
 	made, err := a.events.make(rng, a)
 	if err != nil {

@@ -68,6 +68,18 @@ type GlobalHubConfig struct {
 	// earlier times than the old run's. 0 means DefaultClockSkew;
 	// negative, clocks agree.
 	ClockSkew time.Duration
+	// Rotate is the shape of upstream's own scale test (multicluster-global-hub
+	// doc/simulation/scenario, Scenario 7): every policy of a hub is placed on
+	// every cluster of it from the first round, NonCompliant; each later round
+	// turns every pair to the other of Compliant and NonCompliant (a
+	// "compliance rotation"); nothing else moves at random (pair it with
+	// negative Restart, Change, Churn and Placement probabilities). The first
+	// hub places its policies on no cluster, as upstream's hub1 did (its policy
+	// propagator removed the mock replicated policies), so 10 hubs of 300
+	// clusters and 50 policies hold 135,000 pairs. Replicated-policy events
+	// are one per pair whose state changed, two in the first round (Pending,
+	// then NonCompliant), in place of EventsPerRound random ones.
+	Rotate bool
 }
 
 // Validate checks the configuration.

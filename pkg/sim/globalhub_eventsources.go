@@ -140,8 +140,39 @@ func (m *ghEventModel) make(rng *rand.Rand, a *ghAgent) (map[string][][]byte, er
 		for _, c := range a.clusters.clusters {
 			uids[c.name] = c.uid
 		}
+		replicated := func(pr pair, state ComplianceState) {
+			suffix, at := m.next()
+			name := ghPolicyNamespace + "." + pr.policy.name + "." + suffix
+			add(TypeGHReplicatedEvent, ghReplicatedPolicyEvent{
+				ghBaseEvent: ghBaseEvent{
+					EventName: name, EventNamespace: pr.cluster, Message: ghPolicyMessages[state],
+					Reason: "PolicyStatusSync", Count: 1,
+					Source: ghEventSource{Component: "policy-status-history-sync"}, CreatedAt: at,
+				},
+				PolicyID: pr.policy.id, ClusterID: uids[pr.cluster], ClusterName: pr.cluster,
+				Compliance: ghComplianceWords[state],
+			})
+			note(m.replicatedEvents, pr.policy.id, pr.cluster, name)
+		}
+		if a.cfg.Rotate {
+			// One per pair that changed; in the first round each pair's
+			// evaluation: Pending, then its state.
+			first := len(p.changed) == 0 && !a.rotated
+			for _, pol := range p.policies {
+				for _, c := range pol.clusters {
+					pr := pair{pol, c}
+					if first {
+						replicated(pr, PendingCompliance)
+					} else if !p.changed[pr] {
+						continue
+					}
+					replicated(pr, pol.state[c])
+				}
+			}
+			a.rotated = true
+		}
 		for range m.replicated {
-			if total == 0 {
+			if total == 0 || a.cfg.Rotate {
 				break
 			}
 			pr := p.randomPair(rng, total)

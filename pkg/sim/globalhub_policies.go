@@ -53,12 +53,13 @@ type ghSpecs struct{ generation map[string]int }
 func newGHSpecs() *ghSpecs { return &ghSpecs{generation: map[string]int{}} }
 
 // evolve changes some policies' specs.
-func (s *ghSpecs) evolve(rng *rand.Rand, m *policyModel) {
+// With fixed, no spec changes (GlobalHubConfig.Rotate).
+func (s *ghSpecs) evolve(rng *rand.Rand, m *policyModel, fixed bool) {
 	for _, p := range m.policies {
 		if s.generation[p.id] == 0 {
 			s.generation[p.id] = 1
 		}
-		if rng.Float64() < ghSpecChangeProbability {
+		if !fixed && rng.Float64() < ghSpecChangeProbability {
 			if p.remediation == remediationActions[0] {
 				p.remediation = remediationActions[1]
 			} else {

@@ -333,3 +333,35 @@ func (m *policyModel) compliance() map[string]map[string]ComplianceState {
 	}
 	return out
 }
+
+// placeAll places every policy on every current cluster, NonCompliant, or,
+// without on, on none (GlobalHubConfig.Rotate).
+func (m *policyModel) placeAll(on bool) {
+	for _, p := range m.policies {
+		p.clusters, p.state = p.clusters[:0], make(map[string]ComplianceState)
+		if !on {
+			continue
+		}
+		for _, c := range m.clusters.clusters {
+			p.clusters = append(p.clusters, c.name)
+			p.state[c.name] = NonCompliant
+		}
+		slices.Sort(p.clusters)
+	}
+}
+
+// rotate turns every placed pair to the other of Compliant and
+// NonCompliant and notes it for the next delta (GlobalHubConfig.Rotate).
+func (m *policyModel) rotate() {
+	for _, p := range m.policies {
+		for _, c := range p.clusters {
+			if p.state[c] == NonCompliant {
+				p.state[c] = Compliant
+			} else {
+				p.state[c] = NonCompliant
+			}
+			m.changed[pair{p, c}] = true
+		}
+	}
+}
+
