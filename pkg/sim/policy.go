@@ -364,4 +364,3 @@ func (m *policyModel) rotate() {
 		}
 	}
 }
-
