@@ -1,6 +1,13 @@
 package profiles
 
-import "github.com/stbridge/stb/pkg/db"
+import (
+	"github.com/stbridge/stb/pkg/db"
+	"github.com/stbridge/stb/pkg/transport"
+)
+
+// newGlobalHub is the global-hub profile's family: its runs are one
+// bridge's (or one replay's), so each gets a new one.
+func newGlobalHub() transport.Family { return transport.NewGlobalHub() }
 
 // globalHubTables declares what `stb hub delete|reset` (and
 // --hub-delete-after) does to the global hub's own tables, which the

@@ -25,12 +25,12 @@ const (
 	STB = "stb"
 	// GlobalHub is the multicluster global-hub agent's events
 	// (dbsyncers.GlobalHub's types), decoded by transport.GlobalHub.
-	GlobalHub = "globalhub"
+	GlobalHub = transport.GlobalHubFamily
 )
 
-// Profile is one wire profile: a family of bundle types and, unless the
-// reader decodes its events itself (stb, globalhub), how its CloudEvents
-// become bundles.
+// Profile is one wire profile: a family of bundle types and, but for STB's
+// own format, which the reader decodes itself, how its events become
+// bundles (its transport.Family).
 type Profile struct {
 	Name string
 	// Help says in a few words what the profile reads, for --help.
@@ -38,7 +38,7 @@ type Profile struct {
 	// Syncers returns the profile's bundle types in priority order; they
 	// are registered after those of the profiles listed before it.
 	Syncers func() []dbsyncers.Syncer
-	// Family, nil for stb and globalhub, returns the mapping of the
+	// Family, nil for stb, returns the mapping of the
 	// profile's events onto its bundles; the reader gets a new one per
 	// bridge.
 	Family func() transport.Family
@@ -67,7 +67,7 @@ func All() []Profile {
 	return []Profile{
 		{Name: STB, Help: "STB's own bundles", Syncers: builtin(true, false)},
 		{Name: GlobalHub, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub,
-			HubTables: globalHubTables},
+			Family: newGlobalHub, HubTables: globalHubTables},
 		{Name: work.Name, Help: "OCM work agents' ManifestWork status events", Syncers: work.Syncers, Family: work.NewFamily,
 			KeyFenced: true, HubTables: work.HubTables},
 		{Name: cne.Profile, Help: "Cloud Native Events (O-RAN PTP/sync notifications)", Syncers: cne.Syncers, Family: cne.NewFamily,

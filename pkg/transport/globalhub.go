@@ -238,6 +238,9 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
 	m := g.version(hub, short, t, agentV, agentDep, StorableRunID(ev.eventID()), origin)
 	b.Version, b.Dependency, b.RunID, b.StartFrame = m.v, m.dep, m.runID, int64(m.startFrame)
+	if m.state != nil {
+		b.FamilyState = m.state
+	}
 	b.HasDependency = t.dependsOn != ""
 	if !t.screened { // a screened type's data is decoded below
 		// After the version is mapped: the event may start a run, whose
@@ -392,24 +395,6 @@ func checkSendMode(mode any, data []byte) error {
 		return fmt.Errorf("%s %q: want single or batch", ExtSendMode, m)
 	}
 	return nil
-}
-
-// decodeMessage decodes one message with the profiles the reader has.
-func (r *Reader) decodeMessage(msg *kafka.Message) (*bundle.Bundle, *Reject) {
-	return DecodeProfiles(msg, r.rules, r.deps.GlobalHub, r.deps.Families, time.Now())
-}
-
-// DecodeProfiles is Decode for a reader with more profiles than STB's
-// own: an event a family owns is the family's (family.go), a global-hub
-// event is gh's when gh is not nil, and anything else is Decode's.
-func DecodeProfiles(msg *kafka.Message, rules Rules, gh *GlobalHub, families []Family, receivedAt time.Time) (*bundle.Bundle, *Reject) {
-	if f, ev := familyOf(families, msg); f != nil {
-		return decodeFamily(f, msg, ev, rules, receivedAt)
-	}
-	if gh != nil && globalHubCandidate(msg) {
-		return gh.Decode(msg, rules, receivedAt)
-	}
-	return Decode(msg, rules, receivedAt)
 }
 
 // globalHubCandidate reports whether msg may be a global-hub event: its

@@ -94,7 +94,50 @@ type runState struct {
 	// events of its runs after run read before the base's newest event
 	// and dropped as stale (firstOfBaseRun).
 	skipped uint64
+
+	// storedIDs and storedFrames are what the database keeps of the runs
+	// (the stored state, ghState), as of the newest bundle made: the run
+	// ids of the bundles, the latest maxStoredRuns, and their start
+	// frames, the latest maxStoredFrames. Each bundle carries them as its
+	// FamilyState; they are replaced, never changed in place, so that a
+	// bundle can share them.
+	storedIDs    []string
+	storedFrames []int64
+	// compacted: the hub's unit was evicted and this is what the
+	// database keeps of it (GlobalHub.Evict), until its next event.
+	compacted bool
 }
+
+// maxStoredRuns and maxStoredFrames bound the run ids and start frames
+// stored per hub and type (ghState).
+const (
+	maxStoredRuns   = 4
+	maxStoredFrames = 64
+)
+
+// store records, as the database will keep them, a bundle's run id and
+// start frame, and returns the state the bundle carries.
+func (r *runState) store(runID string, frame uint64) *ghSnapshot {
+	if runID != "" && !slices.Contains(r.storedIDs, runID) {
+		ids := append(slices.Clip(r.storedIDs), runID)
+		r.storedIDs = ids[max(0, len(ids)-maxStoredRuns):]
+	}
+	if frame != 0 {
+		frames := append(slices.Clip(r.storedFrames), int64(frame))
+		r.storedFrames = frames[max(0, len(frames)-maxStoredFrames):]
+	}
+	return &ghSnapshot{runIDs: r.storedIDs, frames: r.storedFrames}
+}
+
+// ghSnapshot is the state a bundle carries (bundle.Bundle.FamilyState):
+// encoded only when the bundle is written.
+type ghSnapshot struct {
+	runIDs []string
+	frames []int64
+}
+
+// EncodeState implements bundle.State.
+func (s *ghSnapshot) EncodeState() []byte { return EncodeGlobalHubState(s.runIDs, s.frames) }
 
 // runHistory is what was read of one run of a type that another depends
 // on: its events' versions (the latest maxHistory), and whether a newer run
@@ -216,24 +259,34 @@ func (g *GlobalHub) state(k runKey) *runState {
 	return r
 }
 
-// Restore records what stb.bundle_versions holds of a hub's bundle
+// RestoreRuns records what stb.bundle_versions holds of a hub's bundle
 // type: its version (run and agent version), where it was read, and the
-// ids of the latest runs' first events. Other types are ignored; runs only
-// move forward, so a bridge that read further keeps what it read.
-func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
+// ids of the latest runs' first events and the frames stored (the stored
+// state, Restore). Other types are ignored; runs only move forward, so a
+// bridge that read further keeps what it read.
+func (g *GlobalHub) RestoreRuns(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
 	short, ok := strings.CutPrefix(bundleType, bundle.GlobalHubPrefix)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.restoreLocked(hub, short, v, at, runIDs, startFrames)
+}
+
+// restoreLocked is RestoreRuns of the short type; g.mu is held.
+func (g *GlobalHub) restoreLocked(hub, short string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
 	t, known := ghTypes[short]
-	if !ok || !known || v.Incarnation == 0 {
+	if !known || v.Incarnation == 0 {
 		return
 	}
 	run, a := unpack(v)
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
 	if run < r.run || (run == r.run && r.hasLatest && !less(r.latest, a)) {
 		return
 	}
 	r.run, r.latest, r.hasLatest, r.skipped = run, a, true, 0
+	r.storedIDs, r.storedFrames = slices.Clone(runIDs), slices.Clone(startFrames)
 	if t.isBase() {
 		r.history = []runHistory{{run: run, events: []agentVersion{a}}}
 	}
@@ -301,6 +354,9 @@ type mapped struct {
 	v, dep     bundle.Version
 	runID      string
 	startFrame uint64
+	// state is what the database is to keep of the runs once the bundle
+	// is written; nil for a stale event.
+	state *ghSnapshot
 }
 
 // version maps an event of a hub's type, read at o. See GlobalHub.
@@ -308,6 +364,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
+	r.compacted = false
 	if r.hasRead && samePartition(o, r.read) && o.Offset <= r.read.Offset {
 		// Read again (a rebalance, a restart): the run it was read in is
 		// the newest one that started at or before it; none known means
@@ -375,7 +432,9 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 	if t.isBase() {
 		r.record(a)
 	}
-	return mapped{v: pack(r.run, a), dep: t.dependency(r.run, dep), runID: r.startID(), startFrame: frame}
+	m := mapped{v: pack(r.run, a), dep: t.dependency(r.run, dep), runID: r.startID(), startFrame: frame}
+	m.state = r.store(m.runID, frame)
+	return m
 }
 
 // baseInOrder returns, for a type that depends on another, the base's
