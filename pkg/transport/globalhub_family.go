@@ -166,8 +166,9 @@ func (g *GlobalHub) Hubs() int {
 
 // GlobalHubBundleTypes returns the bundle types the profile makes
 // ("globalhub.managedcluster"), each with the type its dependency names
-// ("" for none): what the registry's syncers of the profile must be
-// (dbsyncers.GlobalHub), which a test holds them to.
+// ("" for none), as the type table (globalhub.Types) made them: what the
+// registry's syncers of the profile must be (dbsyncers.GlobalHub), which a
+// test holds them to.
 func GlobalHubBundleTypes() map[string]string {
 	out := make(map[string]string, len(ghTypes))
 	for short, t := range ghTypes {
