@@ -253,9 +253,8 @@ func DecodeFamilies(msg *kafka.Message, rules Rules, families []Family, received
 }
 
 // DecodeProfiles is DecodeFamilies with gh, when not nil, among the
-// families, after them.
-//
-// Deprecated: use DecodeFamilies; the global-hub profile is a Family.
+// families, after them: the form callers had before the global-hub
+// profile was a Family. New code calls DecodeFamilies.
 func DecodeProfiles(msg *kafka.Message, rules Rules, gh *GlobalHub, families []Family, receivedAt time.Time) (*bundle.Bundle, *Reject) {
 	if gh != nil {
 		families = append(slices.Clip(families), gh)

@@ -99,8 +99,7 @@ type runState struct {
 	// (the stored state, ghState), as of the newest bundle made: the run
 	// ids of the bundles, the latest maxStoredRuns, and their start
 	// frames, the latest maxStoredFrames. Each bundle carries them as its
-	// FamilyState; they are replaced, never changed in place, so that a
-	// bundle can share them.
+	// FamilyState, sharing their backing arrays (store).
 	storedIDs    []string
 	storedFrames []int64
 	// compacted: the hub's unit was evicted and this is what the
@@ -116,14 +115,18 @@ const (
 )
 
 // store records, as the database will keep them, a bundle's run id and
-// start frame, and returns the state the bundle carries.
+// start frame, and returns the state the bundle carries. The lists only
+// grow at their end, past every state handed out before (a state holds
+// the list as it was, its own length), and slide forward, so appending
+// in place changes no state handed out and copies only when the backing
+// array is full, once per so many appends.
 func (r *runState) store(runID string, frame uint64) *ghSnapshot {
 	if runID != "" && !slices.Contains(r.storedIDs, runID) {
-		ids := append(slices.Clip(r.storedIDs), runID)
+		ids := append(r.storedIDs, runID)
 		r.storedIDs = ids[max(0, len(ids)-maxStoredRuns):]
 	}
 	if frame != 0 {
-		frames := append(slices.Clip(r.storedFrames), int64(frame))
+		frames := append(r.storedFrames, int64(frame))
 		r.storedFrames = frames[max(0, len(frames)-maxStoredFrames):]
 	}
 	return &ghSnapshot{runIDs: r.storedIDs, frames: r.storedFrames}
