@@ -274,7 +274,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 }
 
 // StorableRunID is the form in which the profile keeps an event's id, in
-// memory and in stb.bundle_versions.run_ids (a text[]): the id as it came
+// memory and in the run_ids of its stored state (jsonb, in
+// stb.bundle_versions.family_state; a text[] before): the id as it came
 // when PostgreSQL text can hold it, else, for an id with invalid UTF-8 or a
 // NUL byte, its Go-quoted ASCII form (strconv.QuoteToASCII), which it can.
 // Every bundle of a run carries its first event's id to the fence, so one
@@ -282,8 +283,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 // hub's type was written until the agent restarted (issue 34, item 9);
 // refusing the event instead would file the run's next events under the
 // run before, as stale. The id is only compared with others (a copy has
-// the id it had), so any fixed, idempotent form does; the fence applies
-// the same one (dbsyncers.storableRunID) to ids from elsewhere.
+// the id it had), so any fixed, idempotent form does; the stored state
+// holds only ids in this form (EncodeGlobalHubState's callers).
 func StorableRunID(id string) string {
 	if utf8.ValidString(id) && strings.IndexByte(id, 0) < 0 {
 		return id

@@ -51,9 +51,10 @@ import (
 //
 // What the profile learns is also what the database keeps: the version
 // (run and agent version), where the event was read, and the ids of the
-// latest runs' first events (stb.bundle_versions.run_ids), so that a
-// bridge that starts again (Restore) tells a replayed event, which it
-// reads at or before the stored offset, from a restart of the agent.
+// latest runs' first events (the run_ids of its stored state, ghState),
+// so that a bridge that starts again (Restore) tells a replayed event,
+// which it reads at or before the stored offset, from a restart of the
+// agent.
 type GlobalHub struct {
 	mu   sync.Mutex
 	runs map[runKey]*runState
@@ -78,7 +79,7 @@ type runState struct {
 	// one of them is never a new run.
 	recent []uint64
 	// restoredFrames are the hashed ids of frames written at their run's
-	// first version, as stb.bundle_versions.start_frames keeps them: a
+	// first version, as the start_frames of its stored state keep them: a
 	// copy of one is never a new run either.
 	restoredFrames []uint64
 	// read is where the newest event of the type was read (or, restored,
@@ -190,7 +191,7 @@ const (
 )
 
 // hashID hashes an event id the profile remembers: FNV-1a, 64 bits, the
-// same in every process, as stb.bundle_versions.start_frames keeps
+// same in every process, as the start_frames of its stored state keep
 // them across restarts of the bridge.
 func hashID(id string) uint64 {
 	h := uint64(14695981039346656037)
@@ -481,7 +482,7 @@ func (g *GlobalHub) baseInOrder(hub string, t ghType, o bundle.Origin) *runState
 // written, dropped as stale, and that run's complete compliance never
 // applied (issue 34, item 12). A copy of an earlier run's first event
 // has an id the profile keeps (the starts of the latest runs, and
-// stb.bundle_versions.run_ids after a restart), so it is not taken for
+// the run_ids of its stored state after a restart), so it is not taken for
 // one. Otherwise see ghType.restarts.
 func startsRun(t ghType, r *runState, a agentVersion, base *runState) bool {
 	if base != nil {
