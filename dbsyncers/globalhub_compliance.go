@@ -292,10 +292,9 @@ func planGHLocalCompliance(bundles []*bundle.Bundle) (Write, error) {
 // localcompliance's.
 func GlobalHubLocalCompleteCompliance() Syncer {
 	return Syncer{
-		TypeInfo: bundle.TypeInfo{
-			Name: GHLocalCompleteCompliance, Kind: bundle.Complete,
-			DependsOn: GHLocalCompliance, Rule: bundle.Exactly,
-		},
+		// Its dependency on GHLocalCompliance, applied on exactly the
+		// version it names, is the type table's (GlobalHub sets it).
+		TypeInfo: bundle.TypeInfo{Name: GHLocalCompleteCompliance, Kind: bundle.Complete},
 		Decode: func(data []byte) (any, error) {
 			return decodeGHCompliance(GHLocalCompleteCompliance, data, false)
 		},

@@ -4,31 +4,47 @@ import (
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/bundle/globalhub"
 )
 
-// Bundle types of the global-hub profile: the CloudEvents types the
-// multicluster global-hub agent sends, without
-// transport.GlobalHubEventTypePrefix, behind bundle.GlobalHubPrefix so
-// that they can never meet STB's own types in a conflation unit or in
-// stb.bundle_versions. The transport's global-hub profile names its
-// bundles so (pkg/transport/globalhub.go).
+// Bundle types of the global-hub profile, as the profile's type table
+// defines them (pkg/bundle/globalhub): the CloudEvents types the
+// multicluster global-hub agent sends, without its event type prefix,
+// behind bundle.GlobalHubPrefix, so that they can never meet STB's own
+// types in a conflation unit or in stb.bundle_versions.
 const (
-	GHHeartbeat               = bundle.GlobalHubPrefix + "managedhub.heartbeat"
-	GHHubInfo                 = bundle.GlobalHubPrefix + "managedhub.info"
-	GHManagedCluster          = bundle.GlobalHubPrefix + "managedcluster"
-	GHLocalCompliance         = bundle.GlobalHubPrefix + "policy.localcompliance"
-	GHLocalCompleteCompliance = bundle.GlobalHubPrefix + "policy.localcompletecompliance"
-	GHRootPolicyEvent         = bundle.GlobalHubPrefix + "event.localrootpolicy"
-	GHReplicatedPolicyEvent   = bundle.GlobalHubPrefix + "event.localreplicatedpolicy"
-	GHManagedClusterEvent     = bundle.GlobalHubPrefix + "event.managedcluster"
-	GHLocalSpec               = bundle.GlobalHubPrefix + "policy.localspec"
-	GHAlertCounts             = bundle.GlobalHubPrefix + "security.alertcounts"
-	GHMigration               = bundle.GlobalHubPrefix + "managedclustermigration"
+	GHHeartbeat               = globalhub.Heartbeat
+	GHHubInfo                 = globalhub.HubInfo
+	GHManagedCluster          = globalhub.ManagedCluster
+	GHLocalCompliance         = globalhub.LocalCompliance
+	GHLocalCompleteCompliance = globalhub.LocalCompleteCompliance
+	GHRootPolicyEvent         = globalhub.RootPolicyEvent
+	GHReplicatedPolicyEvent   = globalhub.ReplicatedPolicyEvent
+	GHManagedClusterEvent     = globalhub.ManagedClusterEvent
+	GHLocalSpec               = globalhub.LocalSpec
+	GHAlertCounts             = globalhub.AlertCounts
+	GHMigration               = globalhub.Migration
 )
 
-// GlobalHub returns the syncers of the global-hub profile in priority
-// order, the order the agent's own manager serves them in
-// (manager/pkg/status/conflator/conflation_priority.go): heartbeat, hub
+// ghSyncers are the syncers of the global-hub profile's types.
+var ghSyncers = map[string]func() Syncer{
+	GHHeartbeat:               GlobalHubHeartbeat,
+	GHHubInfo:                 GlobalHubInfo,
+	GHManagedCluster:          GlobalHubManagedCluster,
+	GHManagedClusterEvent:     GlobalHubManagedClusterEvent,
+	GHLocalSpec:               GlobalHubLocalSpec,
+	GHLocalCompliance:         GlobalHubLocalCompliance,
+	GHLocalCompleteCompliance: GlobalHubLocalCompleteCompliance,
+	GHRootPolicyEvent:         GlobalHubRootPolicyEvent,
+	GHReplicatedPolicyEvent:   GlobalHubReplicatedPolicyEvent,
+	GHAlertCounts:             GlobalHubAlertCounts,
+	GHMigration:               GlobalHubMigration,
+}
+
+// GlobalHub returns the syncers of the global-hub profile in the type
+// table's order (globalhub.Types), the priority order the agent's own
+// manager serves them in (manager/pkg/status/conflator/
+// conflation_priority.go), with the table's dependency: heartbeat, hub
 // info, managed clusters, cluster events, local policies, compliance,
 // complete compliance, policy events, alert counts, migrations.
 //
@@ -39,21 +55,21 @@ const (
 // written (bundle.TypeInfo.HoldsReplaced): the profile counts the agent's
 // runs as it reads them (pkg/transport.GlobalHub), so after a restart each
 // type must be read again from its oldest unwritten message.
+//
+// It panics if a type of the table has no syncer here: a programming
+// error the tests catch.
 func GlobalHub() []Syncer {
-	syncers := []Syncer{
-		GlobalHubHeartbeat(),
-		GlobalHubInfo(),
-		GlobalHubManagedCluster(),
-		GlobalHubManagedClusterEvent(),
-		GlobalHubLocalSpec(),
-		GlobalHubLocalCompliance(),
-		GlobalHubLocalCompleteCompliance(),
-		GlobalHubRootPolicyEvent(),
-		GlobalHubReplicatedPolicyEvent(),
-		GlobalHubAlertCounts(),
-		GlobalHubMigration(),
-	}
-	for i := range syncers {
+	table := globalhub.Types()
+	syncers := make([]Syncer, len(table))
+	for i, t := range table {
+		newSyncer, ok := ghSyncers[t.Name]
+		if !ok {
+			panic(fmt.Sprintf("dbsyncers: global-hub type %q has no syncer", t.Name))
+		}
+		syncers[i] = newSyncer()
+		if t.DependsOn != "" {
+			syncers[i].DependsOn, syncers[i].Rule = t.DependsOn, bundle.Exactly
+		}
 		syncers[i].TakesEqual = true
 		syncers[i].HoldsReplaced = true
 	}

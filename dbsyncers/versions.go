@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,10 +17,10 @@ import (
 // fenceSQL moves the (hub, type) row of stb.bundle_versions forward to
 // the version and origin of the bundle being applied, and does nothing when
 // the stored version is already newer, or the same for a type that does
-// not take equal versions (bundle.TypeInfo.TakesEqual: $8). A bundle's
-// run id ($9, the global-hub agent's) joins the row's last four, and the
-// start frames of the bundles written ($10, bundle.Bundle.StartFrame) its
-// last 64. It returns the number of rows it wrote: 1 or 0.
+// not take equal versions (bundle.TypeInfo.TakesEqual: $8). The bundle's
+// family state ($9, bundle.Bundle.FamilyState, opaque) replaces the row's
+// when it has one; without one the row keeps what it has. It returns the
+// number of rows it wrote: 1 or 0.
 //
 // Comparing in the WHERE of ON CONFLICT, rather than reading the row first,
 // makes the check and the move one atomic step: a concurrent writer of the
@@ -43,9 +41,8 @@ const fenceSQL = fenceCTE + `SELECT count(*) FROM fence`
 const fenceCTE = `
 WITH fence AS (
 	INSERT INTO stb.bundle_versions AS v
-		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at, run_ids, start_frames)
-	VALUES ($1, $2, $3::numeric, $4::numeric, $5, $6, $7, now(),
-		CASE WHEN $9::text = '' THEN '{}'::text[] ELSE ARRAY[$9::text] END, $10::bigint[])
+		(hub, bundle_type, incarnation, generation, topic, "partition", "offset", applied_at, family_state)
+	VALUES ($1, $2, $3::numeric, $4::numeric, $5, $6, $7, now(), $9::jsonb)
 	ON CONFLICT (hub, bundle_type) DO UPDATE SET
 		incarnation = excluded.incarnation,
 		generation  = excluded.generation,
@@ -53,14 +50,7 @@ WITH fence AS (
 		"partition" = excluded."partition",
 		"offset"    = excluded."offset",
 		applied_at  = excluded.applied_at,
-		run_ids     = CASE
-			WHEN $9::text = '' OR $9::text = ANY (v.run_ids) THEN v.run_ids
-			ELSE (v.run_ids || $9::text)[greatest(1, cardinality(v.run_ids) - 2):]
-		END,
-		start_frames = CASE
-			WHEN cardinality($10::bigint[]) = 0 THEN v.start_frames
-			ELSE (v.start_frames || $10::bigint[])[greatest(1, cardinality(v.start_frames) + cardinality($10::bigint[]) - 63):]
-		END
+		family_state = coalesce(excluded.family_state, v.family_state)
 	WHERE (v.incarnation, v.generation) < (excluded.incarnation, excluded.generation)
 	   OR ($8::boolean AND (v.incarnation, v.generation) = (excluded.incarnation, excluded.generation))
 	RETURNING v.hub
@@ -110,24 +100,13 @@ func (r *Registry) Apply(ctx context.Context, db DB, bundles []*bundle.Bundle) (
 	if err != nil {
 		return false, err
 	}
-	return fenceThen(ctx, db, last, startFrames(bundles), s.TakesEqual, func() error { return s.write(ctx, db, bundles) })
-}
-
-// startFrames returns the start frames of a group's bundles, in order.
-func startFrames(bundles []*bundle.Bundle) []int64 {
-	out := []int64{}
-	for _, b := range bundles {
-		if b.StartFrame != 0 {
-			out = append(out, b.StartFrame)
-		}
-	}
-	return out
+	return fenceThen(ctx, db, last, s.TakesEqual, func() error { return s.write(ctx, db, bundles) })
 }
 
 // fenceThen moves the fence to last's version and, if it moved, writes.
-func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, frames []int64, equal bool, write func() error) (applied bool, err error) {
+func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, equal bool, write func() error) (applied bool, err error) {
 	var n int64
-	if err := db.QueryRow(ctx, fenceSQL, fenceArgs(last, frames, equal)...).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, fenceSQL, fenceArgs(last, equal)...).Scan(&n); err != nil {
 		return false, fmt.Errorf("%s bundle %s of hub %q: version fence: %w", last.Type, last.Version, last.Hub, err)
 	}
 	if n == 0 {
@@ -139,27 +118,18 @@ func fenceThen(ctx context.Context, db DB, last *bundle.Bundle, frames []int64, 
 	return true, nil
 }
 
-func fenceArgs(last *bundle.Bundle, frames []int64, equal bool) []any {
+func fenceArgs(last *bundle.Bundle, equal bool) []any {
+	var state []byte // NULL: the row keeps its state
+	if last.FamilyState != nil {
+		state = last.FamilyState.EncodeState()
+	}
 	return []any{
 		last.Hub, last.Type,
 		strconv.FormatUint(last.Version.Incarnation, 10),
 		strconv.FormatUint(last.Version.Generation, 10),
 		last.Origin.Topic, last.Origin.Partition, last.Origin.Offset,
-		equal, storableRunID(last.RunID), frames,
+		equal, state,
 	}
-}
-
-// storableRunID is a run id as run_ids (a text[]) can hold it: the id
-// itself when it is valid UTF-8 without a NUL byte, else its Go-quoted
-// ASCII form. The global-hub profile keeps ids in this form already
-// (transport.StorableRunID, the same function, which makes it the
-// identity here); this keeps one id read some other way from failing
-// every bundle of its run at the fence (SQLSTATE 22021, issue 34 item 9).
-func storableRunID(id string) string {
-	if utf8.ValidString(id) && strings.IndexByte(id, 0) < 0 {
-		return id
-	}
-	return strconv.QuoteToASCII(id)
 }
 
 // ErrStale is returned by Write when a group sent in a pipelined batch
@@ -218,7 +188,6 @@ func (r *Registry) Write(ctx context.Context, conn Conn, groups [][]*bundle.Bund
 // written on its own.
 type plannedGroup struct {
 	last      *bundle.Bundle
-	frames    []int64 // startFrames of the group
 	size      int
 	equal     bool // the type takes equal versions
 	pipelined bool // write has no stage: its statements join a batch
@@ -233,7 +202,7 @@ func (r *Registry) plan(groups [][]*bundle.Bundle) ([]plannedGroup, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := plannedGroup{last: last, frames: startFrames(g), equal: s.TakesEqual}
+		p := plannedGroup{last: last, equal: s.TakesEqual}
 		for _, b := range g {
 			p.size += b.Size
 		}
@@ -276,7 +245,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		batch := newBatch(custom)
 		for _, p := range ws[from:to] {
-			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.frames, p.equal)...)
+			batch.Queue(fenceOrFailSQL, fenceArgs(p.last, p.equal)...)
 			for _, st := range p.write.Statements {
 				batch.Queue(st.SQL, st.Args...)
 			}
@@ -302,7 +271,7 @@ func applyPlanned(ctx context.Context, db DB, ws []plannedGroup) ([]bool, error)
 		}
 		from = i + 1
 		var err error
-		if applied[i], err = fenceThen(ctx, db, p.last, p.frames, p.equal, func() error { return p.write.Exec(ctx, db) }); err != nil {
+		if applied[i], err = fenceThen(ctx, db, p.last, p.equal, func() error { return p.write.Exec(ctx, db) }); err != nil {
 			return nil, err
 		}
 	}

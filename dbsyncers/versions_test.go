@@ -15,6 +15,7 @@ import (
 	"github.com/stbridge/stb/pkg/db"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
+	"github.com/stbridge/stb/pkg/transport"
 )
 
 // apply runs Registry.Apply in a transaction of its own, as a worker does.
@@ -181,7 +182,7 @@ func TestApplyMaxVersion(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("LoadVersions = %+v, want one row", got)
 	}
-	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top, Origin: got[0].Origin, RunIDs: []string{}, StartFrames: []int64{}}}
+	want := []db.StoredVersion{{Hub: "hub-max", Type: "heartbeat", Version: top, Origin: got[0].Origin}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadVersions = %+v, want %+v", got, want)
 	}
@@ -324,49 +325,64 @@ func TestApplyFencePolicyTypes(t *testing.T) {
 	}
 }
 
-// TestApplyKeepsStartFrames: the fence records the start frames of the
-// bundles it writes (bundle.Bundle.StartFrame: the global-hub agent's
-// resync frames at a run's first version), the latest 64, through Apply
-// and through a pipelined Write alike, and a stale bundle adds none.
-func TestApplyKeepsStartFrames(t *testing.T) {
+// testState is a family's state (bundle.State) as a test spells it.
+type testState string
+
+func (s testState) EncodeState() []byte { return []byte(s) }
+
+// TestApplyKeepsFamilyState: the fence stores the family state of the
+// last bundle it writes (bundle.Bundle.FamilyState: the global-hub agent's
+// runs), through Apply and through a pipelined Write alike; a bundle
+// without one keeps what is stored, and a stale bundle stores nothing.
+func TestApplyKeepsFamilyState(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
-	hb := func(gen uint64, frame int64) *bundle.Bundle {
+	hb := func(gen uint64, state string) *bundle.Bundle {
 		b := newBundle("hub-f", "heartbeat", bundle.Version{Incarnation: 1, Generation: gen}, &HeartbeatPayload{})
-		b.StartFrame = frame
+		if state != "" {
+			b.FamilyState = testState(state)
+		}
 		return b
 	}
-	var want []int64
-	for i := range int64(70) {
-		if applied, err := apply(t, pool, hb(uint64(i+1), i+1)); err != nil || !applied {
-			t.Fatalf("Apply %d = %v, %v", i, applied, err)
+	stored := func() string {
+		t.Helper()
+		got, err := db.LoadHubVersions(t.Context(), pool, "hub-f")
+		if err != nil || len(got) != 1 {
+			t.Fatalf("LoadHubVersions = %+v, %v", got, err)
 		}
-		want = append(want, i+1)
+		return string(got[0].FamilyState)
 	}
-	if applied, err := apply(t, pool, hb(3, 999)); err != nil || applied {
+	if applied, err := apply(t, pool, hb(1, `{"a": 1}`)); err != nil || !applied {
+		t.Fatalf("Apply = %v, %v", applied, err)
+	}
+	if got := stored(); got != `{"a": 1}` {
+		t.Fatalf("state %s after Apply", got)
+	}
+	if applied, err := apply(t, pool, hb(2, "")); err != nil || !applied {
+		t.Fatalf("Apply = %v, %v", applied, err)
+	}
+	if got := stored(); got != `{"a": 1}` {
+		t.Fatalf("state %s after a bundle without one, want it kept", got)
+	}
+	if applied, err := apply(t, pool, hb(1, `{"stale": true}`)); err != nil || applied {
 		t.Fatalf("stale Apply = %v, %v", applied, err)
 	}
-	if _, err := Default().Write(t.Context(), pool, [][]*bundle.Bundle{{hb(71, 0)}, {newBundle("hub-g", "heartbeat", bundle.Version{Generation: 1}, &HeartbeatPayload{})}}); err != nil {
+	if got := stored(); got != `{"a": 1}` {
+		t.Fatalf("state %s after a stale bundle, want it kept", got)
+	}
+	if _, err := Default().Write(t.Context(), pool, [][]*bundle.Bundle{{hb(3, `{"b": [2]}`)}, {newBundle("hub-g", "heartbeat", bundle.Version{Generation: 1}, &HeartbeatPayload{})}}); err != nil {
 		t.Fatal(err)
 	}
-	b := hb(72, -5) // a hash is any 64 bits
-	if _, err := Default().Write(t.Context(), pool, [][]*bundle.Bundle{{b}, {newBundle("hub-g", "heartbeat", bundle.Version{Generation: 2}, &HeartbeatPayload{})}}); err != nil {
-		t.Fatal(err)
-	}
-	want = append(want[len(want)-63:], -5)
-	got, err := db.LoadHubVersions(t.Context(), pool, "hub-f")
-	if err != nil || len(got) != 1 {
-		t.Fatalf("LoadHubVersions = %+v, %v", got, err)
-	}
-	if !reflect.DeepEqual(got[0].StartFrames, want) {
-		t.Errorf("start frames %v, want %v", got[0].StartFrames, want)
+	if got := stored(); got != `{"b": [2]}` {
+		t.Fatalf("state %s after a pipelined Write", got)
 	}
 }
 
 // TestFenceRunIDNotText: a run id PostgreSQL text cannot hold (a NUL byte,
-// invalid UTF-8) is stored quoted, by Apply and by the pipelined Write,
-// instead of failing the fence and with it every bundle of its run with
-// SQLSTATE 22021 (issue 34, item 9); a storable id is stored as it came.
+// invalid UTF-8) is stored quoted in the global-hub profile's state, by
+// Apply and by the pipelined Write, instead of failing the fence and with
+// it every bundle of its run (SQLSTATE 22021 for text[], 22P05 for jsonb;
+// issue 34, item 9); a storable id is stored as it came.
 func TestFenceRunIDNotText(t *testing.T) {
 	t.Parallel()
 	pool, _ := dbtest.New(t)
@@ -379,7 +395,7 @@ func TestFenceRunIDNotText(t *testing.T) {
 		for _, pipelined := range []bool{false, true} {
 			hub := fmt.Sprintf("hub-run-id-%d-%v", i, pipelined)
 			b := newBundle(hub, "heartbeat", bundle.Version{Incarnation: 1, Generation: 1}, &HeartbeatPayload{})
-			b.RunID = tc.id
+			b.FamilyState = testState(transport.EncodeGlobalHubState([]string{transport.StorableRunID(tc.id)}, nil))
 			var applied bool
 			var err error
 			if pipelined {
@@ -395,7 +411,7 @@ func TestFenceRunIDNotText(t *testing.T) {
 				continue
 			}
 			var got []string
-			if err := pool.QueryRow(t.Context(), `SELECT run_ids FROM stb.bundle_versions WHERE hub = $1`, hub).Scan(&got); err != nil {
+			if err := pool.QueryRow(t.Context(), `SELECT ARRAY(SELECT jsonb_array_elements_text(family_state -> 'run_ids')) FROM stb.bundle_versions WHERE hub = $1`, hub).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, []string{tc.want}) {

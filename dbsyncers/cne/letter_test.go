@@ -32,7 +32,7 @@ func TestEventOfRebuildsTheEvent(t *testing.T) {
 		for k, v := range headers {
 			msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
 		}
-		return transport.DecodeProfiles(msg, rules, nil, []transport.Family{cne.NewFamily()}, t0)
+		return transport.DecodeFamilies(msg, rules, []transport.Family{cne.NewFamily()}, t0)
 	}
 	for _, spec := range []string{event.CloudEventsVersionV03, event.CloudEventsVersionV1} {
 		first, err := cne.Family{}.Bundle(ev(t, spec, cne.PtpStateChange, t0, 2, 9, ptpState("n1", "LOCKED", 7)))

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkReadStatus is the read path of one ~20 KB status as Maestro
-// measures them: the reader's DecodeProfiles with the family (the
+// measures them: the reader's DecodeFamilies with the family (the
 // CloudEvents binding, the extensions, the scan of the data), then the
 // worker's decode.
 func BenchmarkReadStatus(b *testing.B) {
@@ -23,7 +23,7 @@ func BenchmarkReadStatus(b *testing.B) {
 	b.SetBytes(int64(len(msg.Value)))
 	b.ReportAllocs()
 	for b.Loop() {
-		bd, rej := transport.DecodeProfiles(msg, rules, nil, fams, baseTime)
+		bd, rej := transport.DecodeFamilies(msg, rules, fams, baseTime)
 		if rej != nil {
 			b.Fatal(rej)
 		}

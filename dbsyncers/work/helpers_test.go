@@ -152,7 +152,7 @@ func registry(t testing.TB) *dbsyncers.Registry {
 func read(t testing.TB, msg *kafka.Message) (*bundle.Bundle, *transport.Reject) {
 	t.Helper()
 	rules := transport.Rules{TypePrefix: transport.DefaultTypePrefix, MaxBundleBytes: 1 << 20, Decoder: registry(t)}
-	return transport.DecodeProfiles(msg, rules, nil, []transport.Family{work.NewFamily()}, baseTime.Add(2*time.Second))
+	return transport.DecodeFamilies(msg, rules, []transport.Family{work.NewFamily()}, baseTime.Add(2*time.Second))
 }
 
 // mustRead reads msg into a decoded bundle, failing on a reject.

@@ -73,8 +73,9 @@ type Bridge struct {
 	// console is the admin listener's console, nil without one; Run runs
 	// its overview refresh.
 	console *console.Console
-	// globalHub is the global-hub profile's state; nil without it.
-	globalHub *transport.GlobalHub
+	// stateful are the families that keep state of their own per hub
+	// (transport.Stateful: the global-hub profile's runs).
+	stateful []transport.Stateful
 
 	// readiness says what /readyz and the console report.
 	readiness *readiness
@@ -146,11 +147,15 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		}
 	}
 
-	reg, gh, families, err := cfg.registry()
+	reg, families, err := cfg.registry()
 	if err != nil {
 		return nil, err
 	}
-	b.globalHub = gh
+	for _, f := range families {
+		if s, ok := f.(transport.Stateful); ok {
+			b.stateful = append(b.stateful, s)
+		}
+	}
 	var onResync func([]conflation.Resync)
 	resyncCounters, err := newResyncCounters(b.registry)
 	if err != nil {
@@ -164,7 +169,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	}
 	mcfg := cfg.Conflation.config()
 	mcfg.Types, mcfg.Merge, mcfg.Decode = reg.Types(), reg.Mergers(), reg.Decode
-	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.memory.evicted, onResync, b.registry
+	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.evicted, onResync, b.registry
 	// Lingering: only while the reader is far behind a partition's end,
 	// and within half the buffer, so it never holds the reader paused.
 	mcfg.CatchingUp = func(o bundle.Origin) bool { return b.reader.Behind(o) }
@@ -179,7 +184,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		return nil, err
 	}
 	b.hubs, err = hubs.New(cfg.Hubs, hubs.Deps{
-		Pool: b.controlPool, DatabaseURL: cfg.DatabaseURL, Memory: memory{b.manager, b.globalHub},
+		Pool: b.controlPool, DatabaseURL: cfg.DatabaseURL, Memory: memory{b.manager, b.stateful},
 		After: lastRequest, Types: profiles.HubFencedTypes(), Scope: profiles.HubScope(),
 		Logger: logger.Named("hubs"), Registerer: b.registry,
 	})
@@ -219,7 +224,6 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 		// assignment deadline: this runs inside the rebalance callback.
 		BeforeAssign: b.restorePartitions,
 		Dropper:      b.manager,
-		GlobalHub:    b.globalHub,
 		Families:     families,
 		Logger:       logger.Named("transport"),
 		Registerer:   b.registry,
@@ -410,28 +414,45 @@ func (b *Bridge) restorePartitions(ctx context.Context, parts []transport.Partit
 	return nil
 }
 
-// restore records stored versions in the conflation units and, with the
-// global-hub profile, the agents' runs they belong to.
+// restore records stored versions in the conflation units and the state
+// the families keep of them (the global-hub agents' runs).
 func (b *Bridge) restore(versions []db.StoredVersion) {
-	memory{b.manager, b.globalHub}.Restore(versions)
+	memory{b.manager, b.stateful}.Restore(versions)
+}
+
+// evicted is conflation.Config.OnEvict: the families shrink what they
+// keep of the hubs whose units were evicted (dormant) to what the
+// database keeps of them, and the memory releaser counts the evictions.
+func (b *Bridge) evicted(n int) {
+	for _, f := range b.stateful {
+		f.Evict(b.manager.IsDormant)
+	}
+	b.memory.evicted(n)
 }
 
 // memory is what a hub delete or reset changes in the bridge's memory
-// (hubs.Memory): the conflation units and the global-hub profile's runs.
+// (hubs.Memory): the conflation units and the families' own state.
 type memory struct {
-	manager   *conflation.Manager
-	globalHub *transport.GlobalHub // nil without the profile
+	manager  *conflation.Manager
+	stateful []transport.Stateful
 }
 
-// ForgetHub drops the hub's unit and versions.
-func (m memory) ForgetHub(hub string) { m.manager.ForgetHub(hub) }
+// ForgetHub drops the hub's unit and versions, and what the families
+// keep of it.
+func (m memory) ForgetHub(hub string) {
+	m.manager.ForgetHub(hub)
+	for _, f := range m.stateful {
+		f.Forget(hub)
+	}
+}
 
-// Restore records stored versions as processed.
+// Restore records stored versions as processed, and the families' state
+// stored with them.
 func (m memory) Restore(versions []db.StoredVersion) {
 	for _, v := range versions {
 		m.manager.Restore(v.Hub, v.Type, v.Version)
-		if m.globalHub != nil {
-			m.globalHub.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
+		for _, f := range m.stateful {
+			f.Restore(v.Hub, v.Type, v.Version, v.Origin, v.FamilyState)
 		}
 	}
 }

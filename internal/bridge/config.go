@@ -192,23 +192,18 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// registry returns the bundle types of the wire profiles c turns on, the
-// global-hub profile's state when it is on (nil otherwise) and the status
-// families the reader maps.
-func (c Config) registry() (*dbsyncers.Registry, *transport.GlobalHub, []transport.Family, error) {
+// registry returns the bundle types of the wire profiles c turns on and
+// their families, new ones for this bridge's reader.
+func (c Config) registry() (*dbsyncers.Registry, []transport.Family, error) {
 	set, err := profiles.Parse(c.Profiles)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--profiles: %w", err)
+		return nil, nil, fmt.Errorf("--profiles: %w", err)
 	}
 	reg, err := set.Registry()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	var gh *transport.GlobalHub
-	if set.Has(profiles.GlobalHub) {
-		gh = transport.NewGlobalHub()
-	}
-	return reg, gh, set.Families(), nil
+	return reg, set.Families(), nil
 }
 
 // loopback reports whether addr (host:port) listens on the loopback only:

@@ -57,7 +57,7 @@ func TestDeleteTakesAClusterBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg.TopicPartition.Partition, msg.TopicPartition.Offset = 0, kafka.Offset(offset)
-		b, rej := transport.DecodeProfiles(msg, rules, nil, set.Families(), at)
+		b, rej := transport.DecodeFamilies(msg, rules, set.Families(), at)
 		if rej != nil {
 			t.Fatal(rej)
 		}

@@ -63,16 +63,17 @@ func (c Config) Validate() error {
 }
 
 // Memory is what the lifecycle changes in a bridge's memory when a hub
-// is deleted or reset: the conflation units and the global-hub profile's
-// runs.
+// is deleted or reset: the conflation units and the state the families
+// keep per hub (transport.Stateful: the global-hub profile's runs).
 type Memory interface {
 	// ForgetHub drops what the conflation units hold of the hub: its
 	// unit's unwritten bundles (a write in flight finishes, and its
 	// bundles are released when reported) and the versions known of it,
-	// evicted or not (conflation.Manager.ForgetHub). It does not drop
-	// the global-hub profile's runs of the hub, which Restore only moves
-	// forward, nor what the reader has not handed to a unit yet (a
-	// message being decoded, a chunked event being assembled): a bundle
+	// evicted or not (conflation.Manager.ForgetHub), and what the
+	// families keep of it (transport.Stateful.Forget: the global-hub
+	// agent's runs). It does not drop what the reader has not handed to
+	// a unit yet (a message being decoded, a chunked event being
+	// assembled): a bundle
 	// of the hub inserted afterwards starts a new unit that knows only
 	// the versions Restore records.
 	ForgetHub(hub string)

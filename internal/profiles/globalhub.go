@@ -1,6 +1,8 @@
 package profiles
 
-import "github.com/stbridge/stb/pkg/db"
+import (
+	"github.com/stbridge/stb/pkg/db"
+)
 
 // globalHubTables declares what `stb hub delete|reset` (and
 // --hub-delete-after) does to the global hub's own tables, which the

@@ -57,8 +57,16 @@ func TestSetRegistry(t *testing.T) {
 		if got, want := typeNames(reg), typeNames(want); !slices.Equal(got, want) {
 			t.Errorf("%v: types %v, want %v", names, got, want)
 		}
-		if f := set.Families(); len(f) != 0 {
-			t.Errorf("%v: %d families, want none (the reader decodes both built-in profiles)", names, len(f))
+		// STB's own format the reader decodes itself; the global hub's is
+		// a family.
+		f := set.Families()
+		if want := map[bool]int{true: 1, false: 0}[set.Has(GlobalHub)]; len(f) != want {
+			t.Errorf("%v: %d families, want %d (the reader decodes STB's format itself)", names, len(f), want)
+		}
+		for _, fam := range f {
+			if fam.Name() != GlobalHub {
+				t.Errorf("%v: family %q, want only %s's", names, fam.Name(), GlobalHub)
+			}
 		}
 	}
 }

@@ -153,7 +153,7 @@ func writeAndDeadLetter(t *testing.T, pool *pgxpool.Pool, msg *kafka.Message) {
 		t.Fatal(err)
 	}
 	families := set.Families()
-	b, rej := transport.DecodeProfiles(msg, transport.DefaultConfig().Rules(reg), transport.NewGlobalHub(), families, time.Now())
+	b, rej := transport.DecodeFamilies(msg, transport.DefaultConfig().Rules(reg), families, time.Now())
 	if rej != nil {
 		t.Fatalf("read: %v", rej)
 	}

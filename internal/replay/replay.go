@@ -112,14 +112,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 	if err != nil {
 		return prog, err
 	}
-	families := set.Families()
 	rules := cfg.Reader.Rules(reg)
 	pageSize := cfg.PageSize
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
 	limit := cfg.Filter.Limit
-	globalHub := set.Has(profiles.GlobalHub)
 	var fetch *fetcher
 	defer func() {
 		if fetch != nil {
@@ -147,7 +145,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 			}
 		}
 		for _, row := range rows {
-			res, err := replayOne(ctx, pool, reg, globalHub, families, rules, fetch, row, cfg.DryRun)
+			res, err := replayOne(ctx, pool, reg, set.Families, rules, fetch, row, cfg.DryRun)
 			if err != nil {
 				return prog, fmt.Errorf("dead letter %d: %w", row.ID, err)
 			}
@@ -174,11 +172,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, logger *zap.Logger
 }
 
 // replayOne replays one letter. Its error is for failures that are not
-// the letter's: the letter's own outcome is in the Result. With the
-// global-hub profile (globalHub) the event is decoded knowing the agent's
-// runs of the letter's hub, and only those (hubRuns).
-func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry, globalHub bool,
-	families []transport.Family, rules transport.Rules, fetch *fetcher, row deadletter.Row, dryRun bool) (Result, error) {
+// the letter's: the letter's own outcome is in the Result. An event a
+// family that keeps state of its own claims (transport.Stateful: the
+// global-hub agent's runs) is decoded knowing that family's state of the
+// letter's hub, and only of that hub (restoreHub): each letter is decoded
+// by families of its own (newFamilies).
+func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
+	newFamilies func() []transport.Family, rules transport.Rules, fetch *fetcher, row deadletter.Row, dryRun bool) (Result, error) {
 	res := Result{Row: row}
 	msg, from, err := event(fetch, row)
 	if err != nil {
@@ -190,20 +190,21 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
 		return res, nil
 	}
 	res.From = from
-	var gh *transport.GlobalHub
-	if globalHub && mayBeGlobalHub(msg) {
-		if gh, err = hubRuns(ctx, pool, row.Hub); err != nil {
-			return res, err
-		}
+	families := newFamilies()
+	stateful := statefulFor(families, msg)
+	if err := restoreHub(ctx, pool, stateful, row.Hub); err != nil {
+		return res, err
 	}
-	b, rej := transport.DecodeProfiles(msg, rules, gh, families, time.Now())
-	if rej == nil && gh != nil && b.Hub != row.Hub && strings.HasPrefix(b.Type, bundle.GlobalHubPrefix) {
+	b, rej := transport.DecodeFamilies(msg, rules, families, time.Now())
+	if rej == nil && len(stateful) > 0 && b.Hub != row.Hub {
 		// The letter does not name the event's hub (rejected before its
-		// source was read): decoded again, knowing that hub's runs.
-		if gh, err = hubRuns(ctx, pool, b.Hub); err != nil {
+		// source was read): decoded again, knowing that hub's state.
+		families = newFamilies()
+		stateful = statefulFor(families, msg)
+		if err := restoreHub(ctx, pool, stateful, b.Hub); err != nil {
 			return res, err
 		}
-		b, rej = transport.DecodeProfiles(msg, rules, gh, families, time.Now())
+		b, rej = transport.DecodeFamilies(msg, rules, families, time.Now())
 	}
 	if rej != nil {
 		res.Outcome, res.Reason, res.Err = deadletter.ReplayFailed, rej.Reason, rej.Err
@@ -245,39 +246,54 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, reg *dbsyncers.Registry,
 	return res, nil
 }
 
-// mayBeGlobalHub reports whether msg may be a global-hub event: its
-// binary-mode type says so, or it has none (structured mode, which only
-// parsing tells). Only those are numbered by the agent's runs.
-func mayBeGlobalHub(msg *kafka.Message) bool {
+// statefulFor returns the families that keep state of their own and may
+// own msg: its binary-mode type is theirs (a MessageDecoder's claim), or it
+// has none (structured mode, which only parsing tells). Only those are
+// given the letter's hub's state.
+func statefulFor(families []transport.Family, msg *kafka.Message) []transport.Stateful {
+	var typ string
+	hasType := false
 	for _, h := range msg.Headers {
 		if h.Key == "ce_type" {
-			return strings.HasPrefix(strings.TrimSpace(string(h.Value)), transport.GlobalHubEventTypePrefix)
+			typ, hasType = strings.TrimSpace(string(h.Value)), true
+			break
 		}
 	}
-	return true
+	var out []transport.Stateful
+	for _, f := range families {
+		s, ok := f.(transport.Stateful)
+		if !ok {
+			continue
+		}
+		if !hasType || f.Owns(typ) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
-// hubRuns returns the global-hub profile's state knowing what
-// stb.bundle_versions holds of one hub (db.LoadHubVersions): a global-hub
-// event is numbered by the agent's runs of its hub and type (and of the
-// type's base, of the same hub), never by another hub's. A replay loads
-// those for each letter, where it loaded the whole table, every hub's,
-// for every replay (millions of rows at 200,000 hubs, in the running
-// bridge's heap when the console asks, for one letter). What an earlier
-// letter of the run wrote is in the table by then; a dry run's is not.
-func hubRuns(ctx context.Context, q db.Querier, hub string) (*transport.GlobalHub, error) {
-	gh := transport.NewGlobalHub()
-	if hub == "" {
-		return gh, nil
+// restoreHub gives each family the state stb.bundle_versions holds of
+// one hub (db.LoadHubVersions): a global-hub event is numbered by the
+// agent's runs of its hub and type (and of the type's base, of the same
+// hub), never by another hub's. A replay loads those for each letter,
+// where it loaded the whole table, every hub's, for every replay
+// (millions of rows at 200,000 hubs, in the running bridge's heap when the
+// console asks, for one letter). What an earlier letter of the run wrote is in the table by then; a dry
+// run's is not.
+func restoreHub(ctx context.Context, q db.Querier, families []transport.Stateful, hub string) error {
+	if hub == "" || len(families) == 0 {
+		return nil
 	}
 	versions, err := db.LoadHubVersions(ctx, q, hub)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, v := range versions {
-		gh.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
+	for _, f := range families {
+		for _, v := range versions {
+			f.Restore(v.Hub, v.Type, v.Version, v.Origin, v.FamilyState)
+		}
 	}
-	return gh, nil
+	return nil
 }
 
 func dependsOn(reg *dbsyncers.Registry, typ string) string {

@@ -77,8 +77,8 @@ func TestReplayLoadsOnlyTheLettersHub(t *testing.T) {
 	const others = 2000
 	// Every other hub holds a heartbeat and a managed cluster version.
 	if _, err := pool.Exec(ctx, `
-		INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", run_ids)
-		SELECT format('other-%s', i), t, (1::numeric * 4294967296), i, 'status', 0, i, ARRAY[format('start-%s', i)]
+		INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", family_state)
+		SELECT format('other-%s', i), t, (1::numeric * 4294967296), i, 'status', 0, i, jsonb_build_object('run_ids', jsonb_build_array(format('start-%s', i)))
 		FROM generate_series(1, $1::int) AS i, unnest(ARRAY[$2, $3]) AS t`,
 		others, dbsyncers.GHHeartbeat, dbsyncers.GHManagedCluster); err != nil {
 		t.Fatal(err)
@@ -86,8 +86,8 @@ func TestReplayLoadsOnlyTheLettersHub(t *testing.T) {
 	// hub-a's agent is in its second run (incarnation 2<<32 | 1), at 1.3,
 	// read at offset 2, started by event start-2.
 	if _, err := pool.Exec(ctx, `
-		INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", run_ids)
-		VALUES ('hub-a', $1, 2::numeric * 4294967296 + 1, 3, 'status', 0, 2, ARRAY['start-1', 'start-2'])`, dbsyncers.GHHeartbeat); err != nil {
+		INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", family_state)
+		VALUES ('hub-a', $1, 2::numeric * 4294967296 + 1, 3, 'status', 0, 2, '{"run_ids": ["start-1", "start-2"]}')`, dbsyncers.GHHeartbeat); err != nil {
 		t.Fatal(err)
 	}
 	reads.mu.Lock()

@@ -90,6 +90,13 @@ type Bundle struct {
 	// recorded with the version, so that a late copy of that event is
 	// known for one after a restart of the bridge.
 	RunID string
+	// FamilyState, set by a family that keeps state of its own per hub
+	// and type (transport.Stateful: the global-hub agent's runs), is that
+	// state as of this bundle, which the version fence stores with the
+	// bundle's version (stb.bundle_versions.family_state) for the family
+	// to restore; nil keeps what is stored. RunID and StartFrame are
+	// what it records of this bundle.
+	FamilyState State
 	// StartFrame is, for an event read at its run's first version other
 	// than the run's first event (a frame of the resync the sender sends
 	// when it starts), a hash of its CloudEvents id; 0 otherwise. Recorded
@@ -197,4 +204,14 @@ func (b *Bundle) HeldBytes() int {
 		return b.Held
 	}
 	return b.Size
+}
+
+// State is a family's own state of a hub and type as of one bundle
+// (Bundle.FamilyState), opaque to everyone but the family: encoded only
+// when the bundle is written, so a bundle replaced before that costs no
+// encoding.
+type State interface {
+	// EncodeState returns the state as the family stores it: a JSON
+	// value (a jsonb column), nil for none.
+	EncodeState() []byte
 }

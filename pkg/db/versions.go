@@ -29,14 +29,13 @@ type StoredVersion struct {
 	Hub     string
 	Type    string
 	Version bundle.Version
-	// Origin is where the bundle was read from; RunIDs the ids of the
-	// events that started the sender's latest runs, oldest first (the
-	// global-hub agent's; empty for other types).
+	// Origin is where the bundle was read from.
 	Origin bundle.Origin
-	RunIDs []string
-	// StartFrames are the hashed ids of the latest frames written at their
-	// run's first version (bundle.Bundle.StartFrame), oldest first.
-	StartFrames []int64
+	// FamilyState is the state the bundle's family keeps of the hub and
+	// type (stb.bundle_versions.family_state, a JSON value the family
+	// encoded: bundle.Bundle.FamilyState), for the family to restore
+	// (transport.Stateful); nil when the family keeps none.
+	FamilyState []byte
 }
 
 // LoadVersions returns every stored version, ordered by hub and type. The
@@ -74,7 +73,7 @@ func PartitionVersions(ctx context.Context, q Querier, topics []string, partitio
 }
 
 // versionColumns are the columns loadVersions scans, in its order.
-const versionColumns = `hub, bundle_type, incarnation::text, generation::text, topic, "partition", "offset", run_ids, start_frames`
+const versionColumns = `hub, bundle_type, incarnation::text, generation::text, topic, "partition", "offset", family_state`
 
 func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]StoredVersion, error) {
 	rows, err := q.Query(ctx, query, args...)
@@ -86,7 +85,7 @@ func loadVersions(ctx context.Context, q Querier, query string, args ...any) ([]
 			sv       StoredVersion
 			inc, gen string
 		)
-		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen, &sv.Origin.Topic, &sv.Origin.Partition, &sv.Origin.Offset, &sv.RunIDs, &sv.StartFrames); err != nil {
+		if err := row.Scan(&sv.Hub, &sv.Type, &inc, &gen, &sv.Origin.Topic, &sv.Origin.Partition, &sv.Origin.Offset, &sv.FamilyState); err != nil {
 			return sv, err
 		}
 		if sv.Version.Incarnation, err = strconv.ParseUint(inc, 10, 64); err != nil {

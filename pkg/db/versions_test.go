@@ -18,21 +18,21 @@ func TestLoadVersions(t *testing.T) {
 
 	stored := []db.StoredVersion{
 		{Hub: "hub-a", Type: "globalhub.managedcluster", Version: bundle.Version{Incarnation: 3<<32 | 7, Generation: 9},
-			Origin: bundle.Origin{Topic: "gh-status.hub-a", Partition: 0, Offset: 41}, RunIDs: []string{"run-1", "run-2"}, StartFrames: []int64{-7, 42}},
+			Origin: bundle.Origin{Topic: "gh-status.hub-a", Partition: 0, Offset: 41}, FamilyState: []byte(`{"run_ids": ["run-1", "run-2"], "start_frames": [-7, 42]}`)},
 		{Hub: "hub-a", Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 2},
-			Origin: bundle.Origin{Topic: "status", Partition: 3, Offset: 12}, RunIDs: []string{}, StartFrames: []int64{}},
+			Origin: bundle.Origin{Topic: "status", Partition: 3, Offset: 12}},
 		{Hub: "hub-a", Type: "managedclusters", Version: bundle.Version{Incarnation: math.MaxUint64, Generation: math.MaxUint64},
-			Origin: bundle.Origin{Partition: -1, Offset: -1}, RunIDs: []string{}, StartFrames: []int64{}},
+			Origin: bundle.Origin{Partition: -1, Offset: -1}},
 		{Hub: "hub-b", Type: "managedclusters", Version: bundle.Version{Incarnation: 0, Generation: 1 << 63},
-			Origin: bundle.Origin{Partition: -1, Offset: -1}, RunIDs: []string{}, StartFrames: []int64{}},
+			Origin: bundle.Origin{Partition: -1, Offset: -1}},
 	}
 	for _, sv := range stored {
 		if _, err := pool.Exec(ctx, `
-			INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", run_ids, start_frames)
-			VALUES ($1, $2, $3::text::numeric, $4::text::numeric, $5, $6, $7, $8, $9)`,
+			INSERT INTO stb.bundle_versions (hub, bundle_type, incarnation, generation, topic, "partition", "offset", family_state)
+			VALUES ($1, $2, $3::text::numeric, $4::text::numeric, $5, $6, $7, $8::jsonb)`,
 			sv.Hub, sv.Type, strconv.FormatUint(sv.Version.Incarnation, 10),
 			strconv.FormatUint(sv.Version.Generation, 10),
-			sv.Origin.Topic, sv.Origin.Partition, sv.Origin.Offset, sv.RunIDs, sv.StartFrames); err != nil {
+			sv.Origin.Topic, sv.Origin.Partition, sv.Origin.Offset, sv.FamilyState); err != nil {
 			t.Fatal(err)
 		}
 	}

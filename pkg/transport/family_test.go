@@ -85,7 +85,7 @@ func TestFamilyDecode(t *testing.T) {
 				f := &toyFamily{}
 				fams := []transport.Family{f}
 				decode := func(msg *kafka.Message) (*bundle.Bundle, *transport.Reject) {
-					return transport.DecodeProfiles(msg, rules, nil, fams, received)
+					return transport.DecodeFamilies(msg, rules, fams, received)
 				}
 
 				b, rej := decode(toyMessage(t, spec, toyPrefix+"status", structured, `{"objects":[]}`, map[string]string{"cluster": "c1"}))
@@ -133,14 +133,14 @@ func TestFamilyLeavesOthersAlone(t *testing.T) {
 	f := &toyFamily{}
 	fams := []transport.Family{f}
 	msg := consumed(mustEncode(t, transport.Envelope{Topic: "status", Hub: "hub-1", Type: "heartbeat", Version: bundle.Version{Incarnation: 1, Generation: 2}, Data: []byte(`{"objects":[]}`)}), 0, 7)
-	got, rej := transport.DecodeProfiles(msg, rules, nil, fams, time.Now())
+	got, rej := transport.DecodeFamilies(msg, rules, fams, time.Now())
 	plain, prej := transport.Decode(msg, rules, time.Now())
 	if rej != nil || prej != nil || got.Hub != plain.Hub || got.Type != plain.Type || got.Version != plain.Version {
 		t.Errorf("STB envelope with a family: %+v, %v; without: %+v, %v", got, rej, plain, prej)
 	}
 	topic := "families"
 	junk := consumed(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic}, Value: []byte("not an event")}, 0, 8)
-	if _, rej := transport.DecodeProfiles(junk, rules, nil, fams, time.Now()); rej == nil || rej.Reason != deadletter.NotCloudEvent {
+	if _, rej := transport.DecodeFamilies(junk, rules, fams, time.Now()); rej == nil || rej.Reason != deadletter.NotCloudEvent {
 		t.Errorf("junk: %v, want not_cloudevent", rej)
 	}
 	if len(f.seen) != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/bundle/globalhub"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -27,11 +28,13 @@ const (
 	// global-hub event. The bundle type the profile makes of an event is
 	// the rest behind bundle.GlobalHubPrefix ("globalhub.managedcluster"),
 	// so it never meets STB's own types.
-	GlobalHubEventTypePrefix = "io.open-cluster-management.operator.multiclusterglobalhubs."
+	// It is globalhub.EventTypePrefix, the profile's type table's.
+	GlobalHubEventTypePrefix = globalhub.EventTypePrefix
 	// GlobalHubTopicPrefix is the prefix of the per-hub status topics
 	// ("gh-status.<hub>"); a message read from one must come from its hub.
-	// The shared topic is "gh-status", without a hub.
-	GlobalHubTopicPrefix = "gh-status."
+	// The shared topic is "gh-status", without a hub. It is
+	// globalhub.TopicPrefix, the profile's type table's.
+	GlobalHubTopicPrefix = globalhub.TopicPrefix
 
 	// ExtChunkSize and ExtChunkOffset mark one chunk of an event whose data
 	// the agent split: the whole data's length, and where this chunk ends
@@ -54,51 +57,47 @@ const (
 	ExtAuthedHub = "authedhub"
 )
 
-// ghType is what the profile knows of one global-hub event type.
+// ghType is what the profile knows of one global-hub event type: its
+// entry of the type table (globalhub.Type), by the short type after
+// GlobalHubEventTypePrefix.
 type ghType struct {
 	// dependsOn is the short type whose bundle extdependencyversion names,
 	// and dependents says another type depends on this one.
 	dependsOn  string
 	dependents bool
-	// events: the data is an event object or an array of them (sendmode).
-	events bool
-	// ticks: the generation grows on every send tick, also when nothing
-	// is sent (agent/pkg/status/emitters: object and event emitters call
-	// Next in every Send), so a run's first event may have any generation.
-	// The other types' emitters move the generation only after a send
-	// (agent/pkg/status/generic/generic_emitter.go: PostSend), so their
-	// runs start at generation 0 and nothing else starts one.
-	ticks bool
-	// screened: some of its events are ignored, as upstream's manager
-	// ignores them, and only their decoded data tells which (a hub info
-	// without clusterId): decoded when read, so that an ignored one is
-	// skipped and never replaces an unwritten one that counts. Every
-	// other type is decoded when it is written (see Decoder).
-	screened bool
+	// events, ticks and screened are globalhub.Type's Events, Ticks and
+	// Screened. Every type that is not screened is decoded when it is
+	// written (see Decoder).
+	events, ticks, screened bool
 }
 
 // ghTypes are the global-hub event types the bridge stores, by the type
-// after GlobalHubEventTypePrefix (upstream: pkg/enum/event_type.go, and the
-// manager's handlers registered in manager/pkg/status/handlers).
-var ghTypes = map[string]ghType{
-	"managedhub.heartbeat":           {},
-	"managedhub.info":                {screened: true},
-	"managedcluster":                 {ticks: true},
-	"policy.localspec":               {ticks: true},
-	"policy.localcompliance":         {dependents: true},
-	"policy.localcompletecompliance": {dependsOn: "policy.localcompliance"},
-	"event.localrootpolicy":          {events: true, ticks: true},
-	"event.localreplicatedpolicy":    {events: true, ticks: true},
-	"event.managedcluster":           {events: true, ticks: true},
-	"security.alertcounts":           {},
-	"managedclustermigration":        {},
-}
+// after GlobalHubEventTypePrefix, and ghSkipped those the agent is known to
+// send that the bridge counts and skips (never dead letters: a healthy
+// agent must not page anyone): both made of the one type table,
+// globalhub.Types and globalhub.Skipped.
+var ghTypes, ghSkipped = ghTable()
 
-// ghSkipped are the types the agent is known to send that the bridge does
-// not store, as upstream's manager registers no handler for them: counted
-// and skipped, never dead letters (a healthy agent must not page anyone).
-var ghSkipped = map[string]bool{
-	"event.clustergroupupgrade": true,
+func ghTable() (map[string]ghType, map[string]bool) {
+	types := map[string]ghType{}
+	for _, t := range globalhub.Types() {
+		types[t.Event()] = ghType{
+			dependsOn: strings.TrimPrefix(t.DependsOn, bundle.GlobalHubPrefix),
+			events:    t.Events, ticks: t.Ticks, screened: t.Screened,
+		}
+	}
+	for _, t := range types {
+		if t.dependsOn != "" {
+			base := types[t.dependsOn]
+			base.dependents = true
+			types[t.dependsOn] = base
+		}
+	}
+	skipped := map[string]bool{}
+	for _, short := range globalhub.Skipped() {
+		skipped[short] = true
+	}
+	return types, skipped
 }
 
 // Decode is Decode for a reader with the global-hub profile: a global-hub
@@ -238,6 +237,9 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	b := &bundle.Bundle{Hub: hub, Type: bundleType, Origin: origin, ReceivedAt: receivedAt, EventTime: eventTime}
 	m := g.version(hub, short, t, agentV, agentDep, StorableRunID(ev.eventID()), origin)
 	b.Version, b.Dependency, b.RunID, b.StartFrame = m.v, m.dep, m.runID, int64(m.startFrame)
+	if m.state != nil {
+		b.FamilyState = m.state
+	}
 	b.HasDependency = t.dependsOn != ""
 	if !t.screened { // a screened type's data is decoded below
 		// After the version is mapped: the event may start a run, whose
@@ -272,7 +274,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 }
 
 // StorableRunID is the form in which the profile keeps an event's id, in
-// memory and in stb.bundle_versions.run_ids (a text[]): the id as it came
+// memory and in the run_ids of its stored state (jsonb, in
+// stb.bundle_versions.family_state; a text[] before): the id as it came
 // when PostgreSQL text can hold it, else, for an id with invalid UTF-8 or a
 // NUL byte, its Go-quoted ASCII form (strconv.QuoteToASCII), which it can.
 // Every bundle of a run carries its first event's id to the fence, so one
@@ -280,8 +283,8 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 // hub's type was written until the agent restarted (issue 34, item 9);
 // refusing the event instead would file the run's next events under the
 // run before, as stale. The id is only compared with others (a copy has
-// the id it had), so any fixed, idempotent form does; the fence applies
-// the same one (dbsyncers.storableRunID) to ids from elsewhere.
+// the id it had), so any fixed, idempotent form does; the stored state
+// holds only ids in this form (EncodeGlobalHubState's callers).
 func StorableRunID(id string) string {
 	if utf8.ValidString(id) && strings.IndexByte(id, 0) < 0 {
 		return id
@@ -392,24 +395,6 @@ func checkSendMode(mode any, data []byte) error {
 		return fmt.Errorf("%s %q: want single or batch", ExtSendMode, m)
 	}
 	return nil
-}
-
-// decodeMessage decodes one message with the profiles the reader has.
-func (r *Reader) decodeMessage(msg *kafka.Message) (*bundle.Bundle, *Reject) {
-	return DecodeProfiles(msg, r.rules, r.deps.GlobalHub, r.deps.Families, time.Now())
-}
-
-// DecodeProfiles is Decode for a reader with more profiles than STB's
-// own: an event a family owns is the family's (family.go), a global-hub
-// event is gh's when gh is not nil, and anything else is Decode's.
-func DecodeProfiles(msg *kafka.Message, rules Rules, gh *GlobalHub, families []Family, receivedAt time.Time) (*bundle.Bundle, *Reject) {
-	if f, ev := familyOf(families, msg); f != nil {
-		return decodeFamily(f, msg, ev, rules, receivedAt)
-	}
-	if gh != nil && globalHubCandidate(msg) {
-		return gh.Decode(msg, rules, receivedAt)
-	}
-	return Decode(msg, rules, receivedAt)
 }
 
 // globalHubCandidate reports whether msg may be a global-hub event: its

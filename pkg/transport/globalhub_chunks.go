@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -74,8 +73,9 @@ const (
 // be read from any goroutine (the poll loop's backpressure and
 // tickChunks).
 type chunkAssembler struct {
-	limit int
-	open  map[senderKey]*assembly
+	family Assembler
+	limit  int
+	open   map[senderKey]*assembly
 	// held is what the open assemblies' chunks count for backpressure
 	// (polled.held of each chunk held), and count how many are open.
 	held  atomic.Int64
@@ -110,8 +110,10 @@ type chunkPart struct {
 	data  []byte
 }
 
-func newChunkAssembler(limit int) *chunkAssembler {
-	return &chunkAssembler{limit: limit, open: map[senderKey]*assembly{}}
+// newChunkAssembler assembles the chunked events of family f up to limit
+// bytes each.
+func newChunkAssembler(f Assembler, limit int) *chunkAssembler {
+	return &chunkAssembler{family: f, limit: limit, open: map[senderKey]*assembly{}}
 }
 
 // givenUp is the first chunk of an event the assembler gave up on, and
@@ -149,11 +151,11 @@ func (c *chunkAssembler) hold(a *assembly, it polled) {
 // not panic (the reader's collects them, rejectGivenUp letters them).
 func (c *chunkAssembler) add(it polled, incomplete func(first polled, reason deadletter.Reason, err error)) (polled, bool) {
 	msg := it.msg
-	if !mayChunk(msg, len(c.open) > 0) {
+	if !c.family.MayChunk(msg, len(c.open) > 0) {
 		return it, true
 	}
 	h := chunkHeaders(msg)
-	if h.typ == "" || !strings.HasPrefix(h.typ, GlobalHubEventTypePrefix) || msg.TopicPartition.Topic == nil {
+	if h.typ == "" || !c.family.Owns(h.typ) || msg.TopicPartition.Topic == nil {
 		return it, true
 	}
 	topic, partition := *msg.TopicPartition.Topic, msg.TopicPartition.Partition
@@ -280,10 +282,21 @@ func (c Config) maxChunkBytes() int64 { return c.MaxBufferedBytes / 4 * 3 }
 
 // chunkBytes is what the events being assembled hold, for backpressure.
 func (r *Reader) chunkBytes() int64 {
-	if r.chunks == nil {
-		return 0
+	var n int64
+	for _, c := range r.chunks {
+		n += c.held.Load()
 	}
-	return r.chunks.held.Load()
+	return n
+}
+
+// assembling reports whether some event is being assembled.
+func (r *Reader) assembling() bool {
+	for _, c := range r.chunks {
+		if c.count.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // tickChunks runs on the poll loop: while events are being assembled, it
@@ -291,7 +304,7 @@ func (r *Reader) chunkBytes() int64 {
 // every chunkTick, so that it gives up the events not whole in time even
 // when nothing else is read (a quiet partition, every partition paused).
 func (r *Reader) tickChunks(ctx context.Context, now time.Time) {
-	if r.chunks == nil || r.chunks.count.Load() == 0 || now.Sub(r.lastChunkTick) < r.cfg.chunkTick() {
+	if !r.assembling() || now.Sub(r.lastChunkTick) < r.cfg.chunkTick() {
 		return
 	}
 	r.lastChunkTick = now
@@ -302,10 +315,18 @@ func (r *Reader) tickChunks(ctx context.Context, now time.Time) {
 // within Config.ChunkTimeout, or beyond what held chunks may hold
 // (chunkAssembler.expire), and dead-letters their first chunks.
 func (r *Reader) expireChunks() {
-	if r.chunks == nil || r.chunks.count.Load() == 0 {
+	if !r.assembling() {
 		return
 	}
-	r.chunks.expire(time.Now(), r.cfg.ChunkTimeout, r.cfg.maxChunkBytes(), r.collect)
+	// The bound in bytes is on every family's chunks together: each
+	// gives up its oldest while the total exceeds it.
+	for _, c := range r.chunks {
+		limit := r.cfg.maxChunkBytes()
+		if limit > 0 {
+			limit = max(1, limit-(r.chunkBytes()-c.held.Load()))
+		}
+		c.expire(time.Now(), r.cfg.ChunkTimeout, limit, r.collect)
+	}
 	r.rejectGivenUp()
 }
 
@@ -341,14 +362,13 @@ func (r *Reader) rejectHeld(g givenUp) {
 // owner reads them again. The decoding goroutine is idle meanwhile (the
 // revocation waited for it).
 func (r *Reader) dropChunks(topic string, partition int32) {
-	if r.chunks == nil {
-		return
-	}
-	for k, a := range r.chunks.open {
-		if k.topic == topic && k.partition == partition {
-			r.chunks.closeAssembly(k, a)
-			m := a.first.msg
-			a.first.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(m.TopicPartition.Offset)})
+	for _, c := range r.chunks {
+		for k, a := range c.open {
+			if k.topic == topic && k.partition == partition {
+				c.closeAssembly(k, a)
+				m := a.first.msg
+				a.first.p.Done(bundle.Origin{Topic: topic, Partition: partition, Offset: int64(m.TopicPartition.Offset)})
+			}
 		}
 	}
 }
@@ -410,6 +430,12 @@ func (r *Reader) rejectIncomplete(first polled, reason deadletter.Reason, err er
 	}
 	rej := newReject(msg, origin, reason, err)
 	h := chunkHeaders(msg)
-	rej.Hub, rej.Type = h.source, bundle.GlobalHubPrefix+strings.TrimPrefix(h.typ, GlobalHubEventTypePrefix)
+	rej.Hub = h.source
+	for _, c := range r.chunks {
+		if c.family.Owns(h.typ) {
+			rej.Hub, rej.Type = c.family.ChunkLetter(h.source, h.typ)
+			break
+		}
+	}
 	r.reject(first.p, rej, first.tc)
 }

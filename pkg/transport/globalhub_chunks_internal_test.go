@@ -51,7 +51,7 @@ func TestChunkAssembler(t *testing.T) {
 	data1 := []byte(`[{"policyId":"p1","compliantClusters":["` + strings.Repeat("a", 100) + `"]}]`)
 	data2 := []byte(`[{"policyId":"p2","compliantClusters":["` + strings.Repeat("b", 100) + `"]}]`)
 	p := &donePartition{}
-	c := newChunkAssembler(1 << 20)
+	c := newChunkAssembler(NewGlobalHub(), 1<<20)
 	var given []string
 	incomplete := func(first polled, _ deadletter.Reason, err error) { given = append(given, err.Error()) }
 
@@ -139,7 +139,7 @@ func TestChunkAssemblerAuthedHub(t *testing.T) {
 		return msgs
 	}
 	own, forged := cut(data, "hub1", 10), cut(forgedData, "hub9", 20)
-	c := newChunkAssembler(1 << 20)
+	c := newChunkAssembler(NewGlobalHub(), 1<<20)
 	incomplete := func(first polled, _ deadletter.Reason, err error) {
 		t.Fatalf("gave up on %d: %v", first.msg.TopicPartition.Offset, err)
 	}
@@ -164,7 +164,7 @@ func TestChunkAssemblerAuthedHub(t *testing.T) {
 func TestChunkAssemblerGivesUp(t *testing.T) {
 	data := []byte(`[{"policyId":"p1","compliantClusters":["` + strings.Repeat("a", 100) + `"]}]`)
 	p := &donePartition{}
-	c := newChunkAssembler(1 << 20)
+	c := newChunkAssembler(NewGlobalHub(), 1<<20)
 	var given []int64
 	incomplete := func(first polled, _ deadletter.Reason, err error) {
 		given = append(given, int64(first.msg.TopicPartition.Offset))
@@ -186,22 +186,22 @@ func TestChunkAssemblerGivesUp(t *testing.T) {
 
 	// A chunk of an event above the limit is not held: decoded alone, it
 	// is too large.
-	small := newChunkAssembler(64)
+	small := newChunkAssembler(NewGlobalHub(), 64)
 	big := chunked(t, "hub2", "ev-big", data, 40, 0, 30)
 	if out, ok := small.add(polled{msg: big[0], p: p}, incomplete); !ok || out.msg != big[0] {
 		t.Fatal("a chunk of an event over the limit was held")
 	}
 
 	// A revoked partition's assemblies are dropped, their first chunks done.
-	r := &Reader{chunks: newChunkAssembler(1 << 20)}
+	r := &Reader{chunks: []*chunkAssembler{newChunkAssembler(NewGlobalHub(), 1<<20)}}
 	held := chunked(t, "hub3", "ev-held", data, 40, 4, 40)
 	p2 := &donePartition{}
-	if _, ok := r.chunks.add(polled{msg: held[0], p: p2}, incomplete); ok {
+	if _, ok := r.chunks[0].add(polled{msg: held[0], p: p2}, incomplete); ok {
 		t.Fatal("held")
 	}
 	r.dropChunks("gh-status", 4)
-	if len(r.chunks.open) != 0 || !slices.Equal(p2.done, []int64{40}) {
-		t.Fatalf("after revocation: %d open, done %v", len(r.chunks.open), p2.done)
+	if len(r.chunks[0].open) != 0 || !slices.Equal(p2.done, []int64{40}) {
+		t.Fatalf("after revocation: %d open, done %v", len(r.chunks[0].open), p2.done)
 	}
 }
 
@@ -210,7 +210,7 @@ func TestChunkAssemblerGivesUp(t *testing.T) {
 // through the assembler without an allocation (issue 22: the header scan
 // made three strings of every message), and is handed back as it is.
 func TestChunkAssemblerPassesOthersFree(t *testing.T) {
-	c := newChunkAssembler(1 << 20)
+	c := newChunkAssembler(NewGlobalHub(), 1<<20)
 	stb, err := Encode(Envelope{Topic: "status", Hub: "hub-a", Type: "heartbeat", ID: "e1", Version: bundle.Version{Incarnation: 1, Generation: 1}, Data: []byte(`{}`)}, DefaultTypePrefix)
 	if err != nil {
 		t.Fatal(err)

@@ -133,7 +133,7 @@ func newPollHarness(t *testing.T, edit func(*Config)) *pollHarness {
 		t.Fatal(err)
 	}
 	h := &pollHarness{t: t, ctx: context.Background(), p: newTrackedPartition(), letters: &letters{}, sink: &bundles{}, decoded: make(chan struct{})}
-	h.r = newReader(cfg, Deps{Decoder: Decoders{}, Sink: h.sink, Rejects: h.letters, GlobalHub: NewGlobalHub()}, zap.NewNop(), m, cfg.TopicLabels())
+	h.r = newReader(cfg, Deps{Decoder: Decoders{}, Sink: h.sink, Rejects: h.letters, Families: []Family{NewGlobalHub()}}, zap.NewNop(), m, cfg.TopicLabels())
 	h.r.parts[partitionKey{ghTestTopic, 0}] = h.p
 	h.r.decodeQ = make(chan []polled, decodeQueueBatches)
 	h.r.free = make(chan []polled, decodeQueueBatches+1)

@@ -83,8 +83,8 @@ func sharedReader(t *testing.T, gh *transport.GlobalHub) func(typ, version, dep,
 func TestGlobalHubCompleteComplianceAfterRestore(t *testing.T) {
 	gh := transport.NewGlobalHub()
 	lcAt := bundle.Origin{Topic: "gh-status", Partition: 1, Offset: 100}
-	gh.Restore("hub1", dbsyncers.GHLocalCompliance, bundle.Version{Incarnation: 3 << 32, Generation: 9}, lcAt, []string{"lc-run3"}, nil)
-	gh.Restore("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 1<<32 | 4, Generation: 5},
+	gh.RestoreRuns("hub1", dbsyncers.GHLocalCompliance, bundle.Version{Incarnation: 3 << 32, Generation: 9}, lcAt, []string{"lc-run3"}, nil)
+	gh.RestoreRuns("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 1<<32 | 4, Generation: 5},
 		bundle.Origin{Topic: "gh-status", Partition: 2, Offset: 50}, []string{"cc-run1"}, nil)
 	read := sharedReader(t, gh)
 	read("policy.localcompletecompliance", "0.2", "1.4", "cc-old", 2, 60) // a run the compliance is past
@@ -298,8 +298,8 @@ func TestGlobalHubCompleteComplianceReordered(t *testing.T) {
 func TestGlobalHubCompleteComplianceReorderedRestart(t *testing.T) {
 	gh := transport.NewGlobalHub()
 	lc4 := bundle.Version{Incarnation: 4 << 32, Generation: 6}
-	gh.Restore("hub1", dbsyncers.GHLocalCompliance, lc4, bundle.Origin{Topic: "gh-status", Partition: 0, Offset: 115}, []string{"lc-2", "lc-3", "lc-4"}, nil)
-	gh.Restore("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 2 << 32, Generation: 6},
+	gh.RestoreRuns("hub1", dbsyncers.GHLocalCompliance, lc4, bundle.Origin{Topic: "gh-status", Partition: 0, Offset: 115}, []string{"lc-2", "lc-3", "lc-4"}, nil)
+	gh.RestoreRuns("hub1", dbsyncers.GHLocalCompleteCompliance, bundle.Version{Incarnation: 2 << 32, Generation: 6},
 		bundle.Origin{Topic: "gh-status", Partition: 0, Offset: 72}, []string{"cc-2"}, nil)
 	read := sharedReader(t, gh)
 	cc := func(version, dep, id string, offset int64) *bundle.Bundle {

@@ -62,11 +62,11 @@ func ghBacklogs(t *testing.T, cfg sim.Config) map[string][]*kafka.Message {
 // (dbsyncers/versions.go) writes it, with the offset of the last message
 // whose data was written.
 type ghRow struct {
-	v           bundle.Version
-	at          bundle.Origin
-	runIDs      []string
-	startFrames []int64
-	data        int64
+	v  bundle.Version
+	at bundle.Origin
+	// state is the family state stored (stb.bundle_versions.family_state).
+	state []byte
+	data  int64
 }
 
 // ghModel is a model of one bridge process reading one hub's topic: the
@@ -112,10 +112,10 @@ func (g *ghModel) restart(reg *dbsyncers.Registry, hub string) *ghModel {
 	n := newGHModel(g.t, g.rules, reg)
 	for typ, r := range g.db {
 		c := *r
-		c.runIDs, c.startFrames = slices.Clone(r.runIDs), slices.Clone(r.startFrames)
+		c.state = slices.Clone(r.state)
 		n.db[typ] = &c
 		n.m.Restore(hub, typ, r.v)
-		n.gh.Restore(hub, typ, r.v, r.at, c.runIDs, c.startFrames)
+		n.gh.Restore(hub, typ, r.v, r.at, c.state)
 	}
 	n.read = g.committed()
 	return n
@@ -182,17 +182,12 @@ func (g *ghModel) write(job *conflation.Job) {
 		g.db[last.Type] = r
 	}
 	r.v, r.at, r.data = last.Version, last.Origin, last.Origin.Offset
-	if last.RunID != "" && !slices.Contains(r.runIDs, last.RunID) {
-		r.runIDs = append(r.runIDs, last.RunID)
-		r.runIDs = r.runIDs[max(0, len(r.runIDs)-4):]
+	if last.FamilyState != nil { // as the fence stores it
+		r.state = last.FamilyState.EncodeState()
 	}
 	for _, b := range job.Bundles {
 		g.written[b.Origin.Offset] = true
-		if b.StartFrame != 0 {
-			r.startFrames = append(r.startFrames, b.StartFrame)
-		}
 	}
-	r.startFrames = r.startFrames[max(0, len(r.startFrames)-64):]
 }
 
 // TestGlobalHubRestartReplay: a bridge stopped anywhere in a global-hub

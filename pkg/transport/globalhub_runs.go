@@ -51,9 +51,10 @@ import (
 //
 // What the profile learns is also what the database keeps: the version
 // (run and agent version), where the event was read, and the ids of the
-// latest runs' first events (stb.bundle_versions.run_ids), so that a
-// bridge that starts again (Restore) tells a replayed event, which it
-// reads at or before the stored offset, from a restart of the agent.
+// latest runs' first events (the run_ids of its stored state, ghState),
+// so that a bridge that starts again (Restore) tells a replayed event,
+// which it reads at or before the stored offset, from a restart of the
+// agent.
 type GlobalHub struct {
 	mu   sync.Mutex
 	runs map[runKey]*runState
@@ -78,7 +79,7 @@ type runState struct {
 	// one of them is never a new run.
 	recent []uint64
 	// restoredFrames are the hashed ids of frames written at their run's
-	// first version, as stb.bundle_versions.start_frames keeps them: a
+	// first version, as the start_frames of its stored state keep them: a
 	// copy of one is never a new run either.
 	restoredFrames []uint64
 	// read is where the newest event of the type was read (or, restored,
@@ -94,7 +95,53 @@ type runState struct {
 	// events of its runs after run read before the base's newest event
 	// and dropped as stale (firstOfBaseRun).
 	skipped uint64
+
+	// storedIDs and storedFrames are what the database keeps of the runs
+	// (the stored state, ghState), as of the newest bundle made: the run
+	// ids of the bundles, the latest maxStoredRuns, and their start
+	// frames, the latest maxStoredFrames. Each bundle carries them as its
+	// FamilyState, sharing their backing arrays (store).
+	storedIDs    []string
+	storedFrames []int64
+	// compacted: the hub's unit was evicted and this is what the
+	// database keeps of it (GlobalHub.Evict), until its next event.
+	compacted bool
 }
+
+// maxStoredRuns and maxStoredFrames bound the run ids and start frames
+// stored per hub and type (ghState).
+const (
+	maxStoredRuns   = 4
+	maxStoredFrames = 64
+)
+
+// store records, as the database will keep them, a bundle's run id and
+// start frame, and returns the state the bundle carries. The lists only
+// grow at their end, past every state handed out before (a state holds
+// the list as it was, its own length), and slide forward, so appending
+// in place changes no state handed out and copies only when the backing
+// array is full, once per so many appends.
+func (r *runState) store(runID string, frame uint64) *ghSnapshot {
+	if runID != "" && !slices.Contains(r.storedIDs, runID) {
+		ids := append(r.storedIDs, runID)
+		r.storedIDs = ids[max(0, len(ids)-maxStoredRuns):]
+	}
+	if frame != 0 {
+		frames := append(r.storedFrames, int64(frame))
+		r.storedFrames = frames[max(0, len(frames)-maxStoredFrames):]
+	}
+	return &ghSnapshot{runIDs: r.storedIDs, frames: r.storedFrames}
+}
+
+// ghSnapshot is the state a bundle carries (bundle.Bundle.FamilyState):
+// encoded only when the bundle is written.
+type ghSnapshot struct {
+	runIDs []string
+	frames []int64
+}
+
+// EncodeState implements bundle.State.
+func (s *ghSnapshot) EncodeState() []byte { return EncodeGlobalHubState(s.runIDs, s.frames) }
 
 // runHistory is what was read of one run of a type that another depends
 // on: its events' versions (the latest maxHistory), and whether a newer run
@@ -144,7 +191,7 @@ const (
 )
 
 // hashID hashes an event id the profile remembers: FNV-1a, 64 bits, the
-// same in every process, as stb.bundle_versions.start_frames keeps
+// same in every process, as the start_frames of its stored state keep
 // them across restarts of the bridge.
 func hashID(id string) uint64 {
 	h := uint64(14695981039346656037)
@@ -216,24 +263,34 @@ func (g *GlobalHub) state(k runKey) *runState {
 	return r
 }
 
-// Restore records what stb.bundle_versions holds of a hub's bundle
+// RestoreRuns records what stb.bundle_versions holds of a hub's bundle
 // type: its version (run and agent version), where it was read, and the
-// ids of the latest runs' first events. Other types are ignored; runs only
-// move forward, so a bridge that read further keeps what it read.
-func (g *GlobalHub) Restore(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
+// ids of the latest runs' first events and the frames stored (the stored
+// state, Restore). Other types are ignored; runs only move forward, so a
+// bridge that read further keeps what it read.
+func (g *GlobalHub) RestoreRuns(hub, bundleType string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
 	short, ok := strings.CutPrefix(bundleType, bundle.GlobalHubPrefix)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.restoreLocked(hub, short, v, at, runIDs, startFrames)
+}
+
+// restoreLocked is RestoreRuns of the short type; g.mu is held.
+func (g *GlobalHub) restoreLocked(hub, short string, v bundle.Version, at bundle.Origin, runIDs []string, startFrames []int64) {
 	t, known := ghTypes[short]
-	if !ok || !known || v.Incarnation == 0 {
+	if !known || v.Incarnation == 0 {
 		return
 	}
 	run, a := unpack(v)
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
 	if run < r.run || (run == r.run && r.hasLatest && !less(r.latest, a)) {
 		return
 	}
 	r.run, r.latest, r.hasLatest, r.skipped = run, a, true, 0
+	r.storedIDs, r.storedFrames = slices.Clone(runIDs), slices.Clone(startFrames)
 	if t.isBase() {
 		r.history = []runHistory{{run: run, events: []agentVersion{a}}}
 	}
@@ -301,6 +358,9 @@ type mapped struct {
 	v, dep     bundle.Version
 	runID      string
 	startFrame uint64
+	// state is what the database is to keep of the runs once the bundle
+	// is written; nil for a stale event.
+	state *ghSnapshot
 }
 
 // version maps an event of a hub's type, read at o. See GlobalHub.
@@ -308,6 +368,7 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.state(runKey{hub, short})
+	r.compacted = false
 	if r.hasRead && samePartition(o, r.read) && o.Offset <= r.read.Offset {
 		// Read again (a rebalance, a restart): the run it was read in is
 		// the newest one that started at or before it; none known means
@@ -375,7 +436,9 @@ func (g *GlobalHub) version(hub, short string, t ghType, a, dep agentVersion, id
 	if t.isBase() {
 		r.record(a)
 	}
-	return mapped{v: pack(r.run, a), dep: t.dependency(r.run, dep), runID: r.startID(), startFrame: frame}
+	m := mapped{v: pack(r.run, a), dep: t.dependency(r.run, dep), runID: r.startID(), startFrame: frame}
+	m.state = r.store(m.runID, frame)
+	return m
 }
 
 // baseInOrder returns, for a type that depends on another, the base's
@@ -419,7 +482,7 @@ func (g *GlobalHub) baseInOrder(hub string, t ghType, o bundle.Origin) *runState
 // written, dropped as stale, and that run's complete compliance never
 // applied (issue 34, item 12). A copy of an earlier run's first event
 // has an id the profile keeps (the starts of the latest runs, and
-// stb.bundle_versions.run_ids after a restart), so it is not taken for
+// the run_ids of its stored state after a restart), so it is not taken for
 // one. Otherwise see ghType.restarts.
 func startsRun(t ghType, r *runState, a agentVersion, base *runState) bool {
 	if base != nil {

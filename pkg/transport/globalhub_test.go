@@ -499,8 +499,8 @@ func TestGlobalHubRestoreAndReplay(t *testing.T) {
 		}
 	}
 	gh := transport.NewGlobalHub()
-	gh.Restore("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-0", "r2-0"}, nil)
-	gh.Restore("hub1", "compliance", bundle.Version{Incarnation: 99}, bundle.Origin{}, nil, nil) // not a global-hub type: ignored
+	gh.RestoreRuns("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-0", "r2-0"}, nil)
+	gh.RestoreRuns("hub1", "compliance", bundle.Version{Incarnation: 99}, bundle.Origin{}, nil, nil) // not a global-hub type: ignored
 	for _, r := range []ghRead{
 		{typ: "managedcluster", version: "5.6", id: "r1-1", offset: 11, at: t0},
 		{typ: "managedcluster", version: "0.1", id: "r2-0", offset: 12, at: t0},
@@ -529,7 +529,7 @@ func TestGlobalHubRestoreAndReplay(t *testing.T) {
 	// a restart (which would take the compliance back and leave the
 	// complete compliance waiting on the wrong run).
 	lc := ghRead{typ: "policy.localcompliance", version: "6.9", id: "lc-9", offset: 30, at: t0}.decode(t, before)
-	gh.Restore("hub1", dbsyncers.GHLocalCompliance, lc.Version, lc.Origin, []string{"lc-0"}, nil)
+	gh.RestoreRuns("hub1", dbsyncers.GHLocalCompliance, lc.Version, lc.Origin, []string{"lc-0"}, nil)
 	if v := (ghRead{typ: "policy.localcompliance", version: "3.5", id: "lc-5", offset: 31, at: t0}).decode(t, gh).Version; !lc.Version.Newer(v) {
 		t.Fatalf("a copy of an earlier localcompliance maps to %v, not older than %v", v, lc.Version)
 	}
@@ -638,7 +638,7 @@ func TestGlobalHubRestoredResyncFrames(t *testing.T) {
 		if !withFrames {
 			restored = nil
 		}
-		gh.Restore("hub1", dbsyncers.GHLocalSpec, last.Version, last.Origin, []string{"start"}, restored)
+		gh.RestoreRuns("hub1", dbsyncers.GHLocalSpec, last.Version, last.Origin, []string{"start"}, restored)
 		v := (ghRead{typ: "policy.localspec", version: "3.7", id: "resync-1", offset: 20, at: ghTime}).decode(t, gh).Version
 		if stale := info.Stale(v, last.Version); stale != withFrames {
 			t.Errorf("frames restored %v: a late copy of the resync's first frame maps to %v against the stored %v (stale %v)", withFrames, v, last.Version, stale)
@@ -682,7 +682,7 @@ func TestGlobalHubRestoredStartFrames(t *testing.T) {
 		if !withFrames {
 			restored = nil
 		}
-		gh.Restore("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-start", "r2-start"}, restored)
+		gh.RestoreRuns("hub1", dbsyncers.GHManagedCluster, last.Version, last.Origin, []string{"r1-start", "r2-start"}, restored)
 		v := (ghRead{typ: "managedcluster", version: "0.0", id: "r1-frame", offset: 20, at: t0}).decode(t, gh).Version
 		if stale := !v.Newer(last.Version); stale != withFrames {
 			t.Errorf("frames restored %v: a late copy of an earlier run's frame maps to %v against the stored %v", withFrames, v, last.Version)

@@ -121,12 +121,13 @@ func TestGlobalHubRunIDNotText(t *testing.T) {
 			}
 			v := stored[0]
 			restarted := transport.NewGlobalHub()
-			restarted.Restore(v.Hub, v.Type, v.Version, v.Origin, v.RunIDs, v.StartFrames)
+			restarted.Restore(v.Hub, v.Type, v.Version, v.Origin, v.FamilyState)
+			runIDs, _ := transport.DecodeGlobalHubState(v.FamilyState)
 			if v := copyOf(restarted); v != (bundle.Version{}) {
-				t.Fatalf("late copy of the first event after a restart mapped to %v (run ids stored %q), want stale", v, stored[0].RunIDs)
+				t.Fatalf("late copy of the first event after a restart mapped to %v (run ids stored %q), want stale", v, runIDs)
 			}
-			if want := transport.StorableRunID(tc.id); !slices.Contains(stored[0].RunIDs, want) {
-				t.Fatalf("run ids stored %q, want %q among them", stored[0].RunIDs, want)
+			if want := transport.StorableRunID(tc.id); !slices.Contains(runIDs, want) {
+				t.Fatalf("run ids stored %q, want %q among them", runIDs, want)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ func TestSkippedSeriesBounded(t *testing.T) {
 	r, err := transport.NewReader(cfg, transport.Deps{
 		Decoder: testDecoders(), Sink: &testSink{release: true}, Positions: positions{c}, Offsets: store,
 		Rejects: rejects, Logger: zap.NewNop(), Registerer: registry,
-		GlobalHub: transport.NewGlobalHub(), Families: []transport.Family{work.NewFamily()},
+		Families: []transport.Family{transport.NewGlobalHub(), work.NewFamily()},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -101,13 +101,11 @@ type Deps struct {
 	// that their new owner, which reads it again, never writes alongside
 	// this bridge (docs/design.md, Scaling out).
 	Dropper Dropper
-	// GlobalHub, optional, turns on the global-hub wire profile: events
-	// under GlobalHubEventTypePrefix are decoded by it (globalhub.go) and their
-	// chunks assembled (globalhub_chunks.go). Nil reads STB's format only.
-	GlobalHub *GlobalHub
-	// Families, optional, are the status families read beside STB's
-	// format and the global-hub agent's (family.go): an event whose type
-	// a family owns is its.
+	// Families, optional, are the wire profiles read beside STB's format
+	// (family.go): the global-hub agent's (GlobalHub), the status
+	// families. An event whose type a family owns is its, and a family
+	// that is an Assembler has its chunked events assembled first
+	// (globalhub_chunks.go). None reads STB's format only.
 	Families   []Family
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
@@ -212,15 +210,17 @@ type Reader struct {
 	groupStored    map[partitionKey]int64
 	lastGroupStore time.Time
 
-	// chunks holds chunks of global-hub events until they are whole;
-	// nil without the profile. The decoding goroutine uses it, and the
+	// families are Deps.Families by what they offer.
+	families familySet
+	// chunks holds, per Assembler family, chunks of its events until they
+	// are whole; empty without one. The decoding goroutine uses it, and the
 	// revocation while that goroutine is idle. givenUp collects, on the
 	// decoding goroutine, the first chunks of the events it gave up, to
 	// be dead-lettered once the assembler is done with the message
 	// (rejectGivenUp); collect is the function that collects them, made
 	// once. lastChunkTick is when the poll loop last made the decoding
 	// goroutine look for expired events (tickChunks).
-	chunks        *chunkAssembler
+	chunks        []*chunkAssembler
 	givenUp       []givenUp
 	collect       func(first polled, reason deadletter.Reason, err error)
 	lastChunkTick time.Time
@@ -249,6 +249,9 @@ func NewReader(cfg Config, deps Deps) (*Reader, error) {
 		return nil, errors.New("transport reader: Positions (the committer) are required")
 	case deps.Offsets == nil:
 		return nil, errors.New("transport reader: an Offsets store is required")
+	}
+	if err := checkFamilies(deps.Families); err != nil {
+		return nil, err
 	}
 	base := deps.Logger
 	if base == nil {
@@ -304,10 +307,11 @@ func newReader(cfg Config, deps Deps, logger *zap.Logger, m *metrics, labels *To
 	for _, reason := range deadletter.ReadReasons {
 		r.rejectsBy[reason] = m.rejected.WithLabelValues(string(reason))
 	}
-	if deps.GlobalHub != nil {
-		r.chunks = newChunkAssembler(GlobalHubMaxBundleBytes(cfg.MaxBundleBytes))
-		r.collect = r.collectGivenUp
+	r.families = splitFamilies(deps.Families)
+	for _, a := range r.families.assemblers {
+		r.chunks = append(r.chunks, newChunkAssembler(a, a.MaxEventBytes(cfg.MaxBundleBytes)))
 	}
+	r.collect = r.collectGivenUp
 	return r
 }
 
@@ -433,8 +437,8 @@ func (r *Reader) backpressure() {
 
 // bufferedBytes is what --max-buffered-bytes bounds: the bytes the
 // bundles held downstream keep (Deps.Buffer), what the messages polled and
-// not yet decoded will, and the chunks of global-hub events being
-// assembled.
+// not yet decoded will, and the chunks of the events being assembled
+// (Assembler).
 func (r *Reader) bufferedBytes() int64 {
 	var n int64
 	if r.deps.Buffer != nil {
@@ -528,8 +532,8 @@ func (r *Reader) decode(ctx context.Context, it polled) {
 			r.panicked(cur, v)
 		}
 	}()
-	if r.chunks != nil {
-		out, whole := r.chunks.add(it, r.collect)
+	for _, c := range r.chunks {
+		out, whole := c.add(it, r.collect)
 		r.rejectGivenUp()
 		if !whole {
 			return // a chunk held until its event is whole

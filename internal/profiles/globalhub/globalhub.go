@@ -23,13 +23,15 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// Name is the profile's name.
-const Name = "globalhub"
+// Name is the profile's name: its family's (transport.GlobalHub.Name).
+const Name = transport.GlobalHubFamily
 
 // Profile returns the globalhub profile, without its HubTables.
 func Profile() profile.Profile {
 	return profile.Profile{
 		Name: Name, Help: "the multicluster global-hub agent's events", Syncers: dbsyncers.GlobalHub,
+		// Its runs are its own per bridge (transport.Stateful).
+		Family: func() transport.Family { return transport.NewGlobalHub() },
 		Agents: []profile.Agent{{
 			Name: sim.AgentGlobalHub, Help: "sends the multicluster global-hub agent's events (read with --profiles globalhub)",
 			Bind: bind, TopicPerHub: true,
