@@ -124,6 +124,14 @@ type Config struct {
 	LoseProbability float64
 	// GlobalHub configures what only the global-hub agent does.
 	GlobalHub GlobalHubConfig
+	// FromRound, when above 1, sends nothing of the rounds before it: they
+	// are simulated, and the agents go on as if they had been sent (to a
+	// bridge that read them earlier). With the same Seed, a run of
+	// Generations g then sends what a run of g rounds would have sent in
+	// its rounds FromRound to g: a benchmark measures one round (a
+	// compliance rotation) apart from the ones before. Expected is the
+	// state after the last round, as ever.
+	FromRound int
 }
 
 // The agent kinds of Config.Agent.

@@ -51,3 +51,24 @@ func TestGlobalHubRotate(t *testing.T) {
 		}
 	}
 }
+
+// TestFromRoundSendsOnlyTheLaterRounds: a run from round 2 sends what a
+// full run sends after its first round, and ends in the same state; the
+// scale benchmark sends a rotation so, apart from the initial state.
+func TestFromRoundSendsOnlyTheLaterRounds(t *testing.T) {
+	one, _ := runGH(t, rotateConfig(1))
+	full, _ := runGH(t, rotateConfig(2))
+	cfg := rotateConfig(2)
+	cfg.FromRound = 2
+	later, msgs := runGH(t, cfg)
+	if later.Messages != full.Messages-one.Messages || len(msgs) == 0 {
+		t.Fatalf("from round 2: %d messages, want %d (a full run's %d less the first round's %d)",
+			later.Messages, full.Messages-one.Messages, full.Messages, one.Messages)
+	}
+	for hub, st := range full.Hubs {
+		got := later.Hubs[hub]
+		if got == nil || !maps.EqualFunc(got.Compliance, st.Compliance, maps.Equal) {
+			t.Fatalf("%s: compliance after a run from round 2 differs from a full run's", hub)
+		}
+	}
+}

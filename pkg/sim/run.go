@@ -94,6 +94,9 @@ func RunWithResync(ctx context.Context, cfg Config, pub Publisher, progress func
 			if err != nil {
 				return nil, fmt.Errorf("hub %s, round %d: %w", h.name, round, err)
 			}
+			if round < cfg.FromRound {
+				continue // sent in an earlier run
+			}
 			for _, m := range msgs {
 				if err := lim.wait(ctx); err != nil {
 					return nil, err

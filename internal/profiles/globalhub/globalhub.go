@@ -35,7 +35,7 @@ func Profile() profile.Profile {
 		Agents: []profile.Agent{{
 			Name: sim.AgentGlobalHub, Help: "sends the multicluster global-hub agent's events (read with --profiles globalhub)",
 			Bind: bind, TopicPerHub: true,
-			Bench: profile.Bench{CatchUpOnly: true, Profiles: []string{stb.Name, Name},
+			Bench: profile.Bench{CatchUpOnly: true, Profiles: []string{stb.Name, Name}, Scale: &scaleTest,
 				Decoder: func() func(*kafka.Message, transport.Rules, time.Time) (*bundle.Bundle, *transport.Reject) {
 					return transport.NewGlobalHub().Decode
 				}},
@@ -56,3 +56,15 @@ func bind(fs *flag.FlagSet) profile.Commands {
 	fs.DurationVar(&gh.ClockSkew, "gh-clock-skew", 0, fmt.Sprintf("with --agent globalhub: how far a restarted agent's clock may be behind the run before's (0 = default %s, negative = none)", sim.DefaultClockSkew))
 	return profile.Commands{Simulate: stb.Simulate, Sim: func(s *sim.Config) { s.GlobalHub = *gh }}
 }
+
+// scaleTest is upstream's own published scale test, Scenario 7 of
+// multicluster-global-hub doc/simulation/scenario ("Manage 3,000 clusters
+// and 500 policies", run 2026-03-04): 10 hubs of 300 managed clusters, 50
+// root policies each (500), 135,000 replicated policies (the first hub
+// keeps none), NonCompliant at first, then one rotation to Compliant.
+var scaleTest = sim.Config{
+	Hubs: 10, Clusters: 300, Policies: 50, Generations: 2, Agent: sim.AgentGlobalHub,
+	RestartProbability: -1, ChangeProbability: -1, ChurnProbability: -1, PlacementProbability: -1,
+	ComplianceEvery: 1, GlobalHub: sim.GlobalHubConfig{Rotate: true},
+}
+

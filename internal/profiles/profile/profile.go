@@ -204,6 +204,11 @@ type Bench struct {
 	// CatchUp names the bench's catch-up variant of the agent; empty:
 	// the hubs' catch-up.
 	CatchUp string
+	// Scale, when set, is a simulation of the agent's own published scale
+	// test (the bench's scale scenario, measured besides catch-up): its
+	// first round is the initial sync, each later one a rotation; the
+	// bench sets the topic and seed.
+	Scale *sim.Config
 }
 
 // StartupStep is one start-up step of a profile, run by the bridge once

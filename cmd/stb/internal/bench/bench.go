@@ -113,8 +113,13 @@ func benchScenarios() []benchScenario {
 		{"overload", []string{"overload-calibrate", "overload-stb", "overload-baseline"}, benchOverload},
 		{"steady", []string{"steady-stb", "steady-baseline"}, benchSteady},
 		{"poison-flood", []string{"poison", "poison-mixed", "poison-clean"}, benchPoisonFlood},
+		{scaleScenario, []string{"scale"}, benchScale},
 	}
 }
+
+// scaleScenario is the agent's own published scale test
+// (profile.Bench.Scale); only named, never in "all".
+const scaleScenario = "scale"
 
 // ScenarioNames lists the scenarios in the order they run.
 func ScenarioNames() []string {
@@ -131,7 +136,7 @@ func (c *Config) selected() ([]benchScenario, error) {
 	for _, n := range c.Scenarios {
 		if n == "all" {
 			for _, s := range ScenarioNames() {
-				want[s] = true
+				want[s] = s != scaleScenario
 			}
 			continue
 		}
@@ -142,7 +147,7 @@ func (c *Config) selected() ([]benchScenario, error) {
 	}
 	if len(want) == 0 {
 		for _, s := range ScenarioNames() {
-			want[s] = true
+			want[s] = s != scaleScenario
 		}
 	}
 	var out []benchScenario
@@ -179,9 +184,14 @@ func (c Config) Validate() error {
 	if a, err := c.agent(); err != nil {
 		errs = append(errs, fmt.Errorf("--agent: %w", err))
 	} else {
+		for _, s := range c.Scenarios {
+			if s == scaleScenario && a.Bench.Scale == nil {
+				errs = append(errs, fmt.Errorf("--agent %s has no scale test: --scenario scale is a global-hub agent's (--agent globalhub)", a.Name))
+			}
+		}
 		if a.Bench.CatchUpOnly {
 			for _, s := range c.Scenarios {
-				if s != "catch-up" {
+				if s != "catch-up" && !(s == scaleScenario && a.Bench.Scale != nil) {
 					errs = append(errs, fmt.Errorf("--agent %s: scenario %q is STB's wire format only; --scenario catch-up measures the agent", a.Name, s))
 				}
 			}

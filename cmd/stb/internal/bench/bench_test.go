@@ -21,8 +21,13 @@ func TestSelected(t *testing.T) {
 	}
 	c := DefaultConfig()
 	all, err := names(c)
-	if err != nil || !slices.Equal(all, ScenarioNames()) {
-		t.Fatalf("no --scenario: %v, %v; want all of %v", all, err, ScenarioNames())
+	wantAll := slices.DeleteFunc(ScenarioNames(), func(n string) bool { return n == scaleScenario })
+	if err != nil || !slices.Equal(all, wantAll) {
+		t.Fatalf("no --scenario: %v, %v; want all of %v but the scale test, which only runs when named", all, err, wantAll)
+	}
+	c.Scenarios = []string{"all"}
+	if got, _ := names(c); slices.Contains(got, scaleScenario) {
+		t.Errorf("--scenario all selected %v, with the scale test", got)
 	}
 	if !slices.Contains(all, "poison-flood") {
 		t.Errorf("scenarios %v lack poison-flood", all)
@@ -50,6 +55,15 @@ func TestValidate(t *testing.T) {
 	gh.Agent, gh.Scenarios = "globalhub", []string{"catch-up"}
 	if err := gh.Validate(); err != nil {
 		t.Fatalf("--agent globalhub --scenario catch-up: %v", err)
+	}
+	gh.Scenarios = []string{"scale"}
+	if err := gh.Validate(); err != nil {
+		t.Fatalf("--agent globalhub --scenario scale: %v", err)
+	}
+	own := DefaultConfig()
+	own.Scenarios = []string{"scale"}
+	if err := own.Validate(); err == nil || !strings.Contains(err.Error(), "has no scale test") {
+		t.Fatalf("--scenario scale with STB's agent: %v, want an error saying it has no scale test", err)
 	}
 	for name, change := range map[string]func(*Config){
 		"no hubs":                          func(c *Config) { c.Hubs = 0 },

@@ -50,14 +50,21 @@ type variantOpts struct {
 	maxBundleBytes int64
 	// profiles overrides --profiles when not empty.
 	profiles []string
+	// reuseURL, when set, is the database of an earlier bridge of the
+	// variant to go on with (its positions included), instead of a fresh
+	// one named db.
+	reuseURL string
 }
 
 // startBridge creates the variant's database (migrated by bridge.New, not
 // timed) and starts the bridge; its clock starts when it starts reading.
 func (e *benchEnv) startBridge(ctx context.Context, o variantOpts) (*benchBridge, error) {
-	url, err := e.freshDB(ctx, o.db)
-	if err != nil {
-		return nil, err
+	url := o.reuseURL
+	if url == "" {
+		var err error
+		if url, err = e.freshDB(ctx, o.db); err != nil {
+			return nil, err
+		}
 	}
 	cfg := bridge.DefaultConfig()
 	cfg.Reader.Brokers = e.brokers
