@@ -67,4 +67,3 @@ var scaleTest = sim.Config{
 	RestartProbability: -1, ChangeProbability: -1, ChurnProbability: -1, PlacementProbability: -1,
 	ComplianceEvery: 1, GlobalHub: sim.GlobalHubConfig{Rotate: true},
 }
-
