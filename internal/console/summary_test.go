@@ -244,6 +244,19 @@ func TestLetterHubsAndInactiveHubs(t *testing.T) {
 	if strings.Count(html, `href="/hub?name=gone-`) != 5 || strings.Contains(html, "alive") || strings.Contains(html, "inactive-next") {
 		t.Fatalf("inactive hubs page:\n%s", html)
 	}
+	// Past consoleRows, a page links to the next, which starts after its
+	// last name.
+	if _, err := pool.Exec(ctx, `INSERT INTO stb.hubs (name, state) SELECT 'many-' || lpad(i::text, 3, '0'), 'inactive' FROM generate_series(1, 150) i`); err != nil {
+		t.Fatal(err)
+	}
+	_, html = get(t, c.Handler(), "/hubs/inactive", "")
+	if strings.Count(html, `href="/hub?name=`) != consoleRows || !strings.Contains(html, `id="inactive-next" href="/hubs/inactive?after=many-095"`) {
+		t.Fatalf("first page of 155 inactive hubs:\n%s", html)
+	}
+	_, html = get(t, c.Handler(), "/hubs/inactive?after=many-095", "")
+	if strings.Count(html, `href="/hub?name=`) != 55 || !strings.Contains(html, "many-096") || strings.Contains(html, "inactive-next") {
+		t.Fatalf("second page of 155 inactive hubs:\n%s", html)
+	}
 	// And the overview lists the hubs with letters, linked.
 	_, html = get(t, c.Handler(), "/", "")
 	if !strings.Contains(html, `<a href="/hub?name=hub-b">hub-b</a></td><td class="bad">5</td>`) || !strings.Contains(html, "hubs with letters no replay applied: 3.") {
