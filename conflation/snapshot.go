@@ -1,15 +1,26 @@
 package conflation
 
-import "time"
+import (
+	"time"
+
+	"github.com/stbridge/stb/pkg/bundle"
+)
 
 // TypeState is what a unit holds for one bundle type, for /debug/units.
 type TypeState struct {
-	Type      string  `json:"type"`
-	Held      string  `json:"held,omitempty"`      // version of the newest unwritten bundle
-	HeldCount int     `json:"heldCount,omitempty"` // deltas or events waiting
-	InFlight  string  `json:"inFlight,omitempty"`
-	Processed string  `json:"processed,omitempty"`
-	Waiting   string  `json:"waiting,omitempty"` // why held work is not ready
+	Type      string `json:"type"`
+	Held      string `json:"held,omitempty"`      // version of the newest unwritten bundle
+	HeldCount int    `json:"heldCount,omitempty"` // deltas or events waiting
+	InFlight  string `json:"inFlight,omitempty"`
+	Processed string `json:"processed,omitempty"`
+	Waiting   string `json:"waiting,omitempty"` // why held work is not ready
+	// DependsOn is, when held work waits for its dependency, the type it
+	// waits for; Needs the version of it needed ("≥ 1.4", "= 1.4", or
+	// "any" when a first write of it will do) and Has the version of it
+	// written ("" when none was).
+	DependsOn string  `json:"dependsOn,omitempty"`
+	Needs     string  `json:"needs,omitempty"`
+	Has       string  `json:"has,omitempty"`
 	Retries   int     `json:"retries,omitempty"`
 	AgeSec    float64 `json:"ageSeconds,omitempty"` // how long the oldest held bundle waits
 	// LastError is why the type's last failed write failed, LastErrorAgeSec
@@ -47,6 +58,9 @@ func (u *Unit) Snapshot() UnitState {
 			ts.HeldCount = n
 			ts.AgeSec = now.Sub(s.waitingSince).Seconds()
 			ts.Waiting = u.waitingLocked(i, now)
+			if s.inflight == nil && !u.depSatisfiedLocked(i) {
+				ts.DependsOn, ts.Needs, ts.Has = u.dependencyLocked(i)
+			}
 		}
 		if n := len(s.inflight); n > 0 {
 			ts.InFlight = s.inflight[n-1].Version.String()
@@ -79,6 +93,25 @@ func (u *Unit) waitingLocked(i int, now time.Time) string {
 		return "unit busy"
 	}
 	return "ready"
+}
+
+// dependencyLocked says what slot i's oldest held bundle needs of the
+// type it depends on, and what of it was written.
+func (u *Unit) dependencyLocked(i int) (dependsOn, needs, has string) {
+	s := &u.slots[i]
+	d := &u.slots[s.dep]
+	switch s.info.Rule {
+	case bundle.AtLeast:
+		needs = "≥ " + s.pending[0].Dependency.String()
+	case bundle.Exactly:
+		needs = "= " + s.pending[0].Dependency.String()
+	default:
+		needs = "any"
+	}
+	if d.hasProcessed {
+		has = d.processed.String()
+	}
+	return s.info.DependsOn, needs, has
 }
 
 // UnitBrief is what the console counts of a unit: cheaper than a

@@ -56,12 +56,28 @@ type Overview struct {
 	// DeadLettersLastHour is -1 when the database did not answer.
 	DeadLettersLastHour int64                      `json:"deadLettersLastHour"`
 	Partitions          []committer.PartitionStats `json:"partitions"`
+	// Topics sums the partitions up per topic, graded: the topicRows
+	// worst of TopicsTotal, by topic.
+	Topics      []TopicLag `json:"topics"`
+	TopicsTotal int        `json:"topicsTotal"`
 	// Problems are the hubs that need attention, worst first.
 	Problems []HubProblem `json:"problems"`
-	Ready    bool         `json:"ready"`
-	NotReady []string     `json:"notReady"`
+	// LetterHubs are the hubs with the most dead letters not replayed
+	// (at most deadLetterHubsShown), LetterHubsTotal how many hubs have
+	// any; LetterHubsErr why they are not known (the database did not
+	// answer), "" when they are.
+	LetterHubs      []LetterHub `json:"letterHubs"`
+	LetterHubsTotal int64       `json:"letterHubsTotal"`
+	LetterHubsErr   string      `json:"letterHubsError,omitempty"`
+	// Ready says the bridge is ready; NotReady lists what keeps it from
+	// being (the readiness probe's causes, as /readyz says them).
+	Ready    bool     `json:"ready"`
+	NotReady []string `json:"notReady"`
 	// AsOfSec is the age of the counts over the units.
 	AsOfSec float64 `json:"asOfSeconds"`
+	// Signals are the figures above graded by DefaultThresholds: what the
+	// page colours, and its refresh colours again.
+	Signals []Signal `json:"signals"`
 }
 
 // HubProblem is one hub on the console's list of problems.
@@ -71,6 +87,8 @@ type HubProblem struct {
 	WaitingDependency bool    `json:"waitingDependency"`
 	OldestSec         float64 `json:"oldestSeconds"`
 	Held              int     `json:"held"`
+	// Waits says what the hub's types wait for when WaitingDependency.
+	Waits []Wait `json:"waits,omitempty"`
 }
 
 // worse orders problems: retried writes first, then dependencies, then age.
@@ -97,7 +115,10 @@ const problemAge = 30 * time.Second
 // letters of the last hour and the readiness.
 func (c *Console) Overview(ctx context.Context) Overview {
 	o := c.overview.get(c.unitOverview)
-	o.Partitions = c.partitions.Stats()
+	o.Partitions = []committer.PartitionStats{}
+	if c.partitions != nil {
+		o.Partitions = append(o.Partitions, c.partitions.Stats()...)
+	}
 	o.DormantHubs = c.units.Dormant()
 	o.StatesAsOfSec = -1
 	if c.hubs != nil {
@@ -109,13 +130,31 @@ func (c *Console) Overview(ctx context.Context) Overview {
 	}
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if c.pool != nil {
+	o.LetterHubs = []LetterHub{}
+	if c.pool == nil {
+		o.LetterHubsErr = "no database"
+	} else {
 		if n, err := deadletter.CountRecent(qctx, c.pool, time.Hour); err == nil {
 			o.DeadLettersLastHour = n
 		}
+		hubs, total, err := loadLetterHubs(qctx, c.pool, deadLetterHubsShown)
+		if err != nil {
+			o.LetterHubsErr = "the database did not answer"
+		} else if hubs != nil {
+			o.LetterHubs, o.LetterHubsTotal = hubs, total
+		}
 	}
-	o.NotReady = c.ready.Problems(ctx)
+	o.Topics = summarizeLag(o.Partitions, DefaultThresholds)
+	o.NotReady = []string{}
+	if c.ready != nil {
+		o.NotReady = append(o.NotReady, c.ready.Problems(ctx)...)
+	}
 	o.Ready = len(o.NotReady) == 0
+	o.Signals = signals(o, DefaultThresholds)
+	// A topic per hub (the global-hub agent's layout) makes many topics:
+	// the page shows the worst topicRows, the signal above sums them all.
+	o.TopicsTotal = len(o.Topics)
+	o.Topics = worstTopics(o.Topics, topicRows)
 	return o
 }
 
@@ -143,6 +182,21 @@ func (c *Console) unitOverview() Overview {
 		return true
 	})
 	o.Problems = worst.sorted()
+	// What the listed hubs wait for: a snapshot of each, at most
+	// consoleRows of them, not of every unit.
+	for i := range o.Problems {
+		p := &o.Problems[i]
+		if !p.WaitingDependency {
+			continue
+		}
+		if u, ok := c.units.Lookup(p.Hub); ok {
+			for _, t := range u.Snapshot().Types {
+				if t.DependsOn != "" {
+					p.Waits = append(p.Waits, Wait{Type: t.Type, DependsOn: t.DependsOn, Needs: t.Needs, Has: t.Has})
+				}
+			}
+		}
+	}
 	if o.Problems == nil {
 		o.Problems = []HubProblem{}
 	}
@@ -295,6 +349,8 @@ func (c *Console) pageRoutes(mux *http.ServeMux) {
 		writeJSON(w, c.Overview(r.Context()))
 	})
 	mux.HandleFunc("GET /hub", c.hubPage)
+	mux.HandleFunc("GET /partitions", c.partitionsPage)
+	mux.HandleFunc("GET /hubs/inactive", c.inactivePage)
 	mux.HandleFunc("GET /deadletters", c.deadLettersPage)
 	mux.HandleFunc("GET /work", c.workPage)
 	c.actionRoutes(mux)
@@ -315,6 +371,39 @@ func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request) {
 		data["Found"], data["More"], data["SearchErr"] = names, more, err
 	}
 	render(w, overviewTmpl, data)
+}
+
+func (c *Console) partitionsPage(w http.ResponseWriter, _ *http.Request) {
+	var parts []committer.PartitionStats
+	if c.partitions != nil {
+		parts = c.partitions.Stats()
+	}
+	render(w, partitionsTmpl, map[string]any{"Q": "", "Partitions": parts})
+}
+
+// inactivePage lists the inactive hubs consoleRows at a time, by name;
+// ?after=NAME is the next page.
+func (c *Console) inactivePage(w http.ResponseWriter, r *http.Request) {
+	after := r.URL.Query().Get("after")
+	data := map[string]any{"Q": "", "After": after, "PageSize": consoleRows, "Hubs": []InactiveHub(nil)}
+	if c.hubs != nil {
+		data["Total"] = c.hubs.Counts().Inactive
+	} else {
+		data["Total"] = "unknown"
+	}
+	if c.pool == nil {
+		data["Err"] = "no database"
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		hubs, err := loadInactiveHubs(ctx, c.pool, after, consoleRows+1)
+		if len(hubs) > consoleRows {
+			hubs = hubs[:consoleRows]
+			data["Next"] = hubs[consoleRows-1].Hub
+		}
+		data["Hubs"], data["Err"] = hubs, err
+	}
+	render(w, inactiveTmpl, data)
 }
 
 func (c *Console) hubPage(w http.ResponseWriter, r *http.Request) {
@@ -403,12 +492,41 @@ var consoleFuncs = template.FuncMap{
 		return string(raw)
 	},
 	"when": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"dash": orDash,
+	// level grades a value by one of the thresholds named in
+	// tableThresholds; rule, warn and bad say that threshold.
+	"level": func(name string, v any) Level {
+		var f float64
+		switch v := v.(type) {
+		case float64:
+			f = v
+		case int64:
+			f = float64(v)
+		case int:
+			f = float64(v)
+		}
+		return tableThresholds(name).Level(f)
+	},
+	"rule": func(name string) string { return tableThresholds(name).Rule() },
+	"warn": func(name string) float64 { return tableThresholds(name).Warn },
+	"bad":  func(name string) float64 { return tableThresholds(name).Bad },
+}
+
+// tableThresholds are the thresholds the pages' tables grade by, by name.
+func tableThresholds(name string) Threshold {
+	switch name {
+	case "oldest":
+		return DefaultThresholds.OldestUnwritten
+	case "partition":
+		return DefaultThresholds.PartitionLag
+	}
+	panic("console: no threshold " + name)
 }
 
 const consoleHead = `<!doctype html>
 <html><head><meta charset="utf-8"><title>STB console</title>
 <style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}
-.bad{color:#b00}.counts span{display:inline-block;margin-right:1.5em}.counts b{font-size:1.3em}pre{white-space:pre-wrap;max-width:80em;background:#f6f6f6;padding:.5em}</style>
+.ok{color:#070}.warn{color:#a60}.bad{color:#b00}b.bad,b.warn{font-weight:bold}#readiness.bad{border-left:6px solid #b00;padding-left:.5em}#readiness.ok{border-left:6px solid #070;padding-left:.5em}#readiness p{margin:.2em 0}details{margin:.5em 0}.counts span{display:inline-block;margin-right:1.5em}.counts b{font-size:1.3em}pre{white-space:pre-wrap;max-width:80em;background:#f6f6f6;padding:.5em}</style>
 </head><body>
 <p><a href="/">overview</a> · <a href="/deadletters">dead letters</a> · <a href="/work">work statuses</a> · <a href="/debug/units?limit=100">/debug/units</a>
 <form method="get" action="/" style="display:inline;margin-left:2em"><input name="q" id="q" placeholder="hub name" value="{{.Q}}"> <button>search</button></form></p>`
@@ -416,59 +534,105 @@ const consoleHead = `<!doctype html>
 var overviewTmpl = template.Must(template.New("overview").Funcs(consoleFuncs).Parse(consoleHead + `
 <h1>STB — status transport bridge</h1>
 {{with .O}}
-<p id="ready" class="{{if not .Ready}}bad{{end}}">{{if .Ready}}Ready.{{else}}Not ready: {{range .NotReady}}{{.}}; {{end}}{{end}}</p>
+<div id="readiness" class="{{if .Ready}}ok{{else}}bad{{end}}"><p id="ready">{{if .Ready}}Ready.{{else}}Not ready:{{end}}</p>
+<ul id="not-ready">{{range .NotReady}}<li>{{.}}</li>{{end}}</ul></div>
 <p class="counts">
-<span>active hubs <b id="c-active">{{.ActiveHubs}}</b></span>
-<span>inactive <b id="c-inactive" class="{{if .InactiveHubs}}bad{{end}}">{{.InactiveHubs}}</b></span>
-<span>deleted <b id="c-deleted">{{.DeletedHubs}}</b></span>
-<span>units in memory <b id="c-hubs">{{.Hubs}}</b></span>
-<span>idle, evicted <b id="c-dormant">{{.DormantHubs}}</b></span>
-<span>holding unwritten <b id="c-held">{{.Held}}</b></span>
-<span>retrying <b id="c-retrying">{{.Retrying}}</b></span>
-<span>waiting on a dependency <b id="c-waiting">{{.WaitingDependency}}</b></span>
-<span>dead letters, last hour <b id="c-dead">{{.DeadLettersLastHour}}</b></span>
-<span>oldest unwritten <b id="c-oldest">{{secs .OldestUnwrittenSec}}</b></span>
-<span>counted <b id="c-asof">{{secs .AsOfSec}}</b> ago</span>
-</p>
+{{range .Signals}}<span title="{{.Rule}}">{{if eq .ID "c-inactive"}}<a href="/hubs/inactive" id="inactive-link">{{.Label}}</a>{{else if eq .ID "c-dead"}}<a href="/deadletters">{{.Label}}</a>{{else if eq .ID "c-lag"}}<a href="/partitions">{{.Label}}</a>{{else}}{{.Label}}{{end}} <b id="{{.ID}}" class="{{.Level}}">{{.Value}}</b></span>
+{{end}}</p>
+<details id="thresholds"><summary>Colours: <span class="ok">ok</span>, <span class="warn">warning</span>, <span class="bad">bad</span>; the thresholds (also on each figure's tooltip)</summary>
+<ul>{{range .Signals}}{{if .Rule}}<li>{{.Label}}: {{.Rule}}</li>{{end}}{{end}}</ul></details>
 {{end}}
 {{if .Q}}<h2>Hubs matching “{{.Q}}”</h2>{{if .SearchErr}}<p class="bad">database not searched: {{.SearchErr}}</p>{{end}}
 {{if .Found}}<ul id="found">{{range .Found}}<li><a href="/hub?name={{.}}">{{.}}</a></li>{{end}}</ul>{{if .More}}<p>more than these; narrow the search</p>{{end}}
 {{else}}<p id="found">no hub matches</p>{{end}}{{end}}
 {{with .O}}
-<h2>Hubs that need attention</h2>
-<table id="problems"><thead><tr><th>hub</th><th>retries</th><th>waiting on a dependency</th><th>oldest unwritten</th><th>types held</th></tr></thead><tbody>
-{{range .Problems}}<tr><td><a href="/hub?name={{.Hub}}">{{.Hub}}</a></td><td>{{.Retries}}</td><td>{{.WaitingDependency}}</td><td>{{secs .OldestSec}}</td><td>{{.Held}}</td></tr>{{else}}<tr><td colspan="5">none</td></tr>{{end}}
+<h2>Hubs with dead letters</h2>
+<p id="letter-hubs-note">{{if .LetterHubsErr}}<span class="warn">not known: {{.LetterHubsErr}}</span>{{else}}hubs with letters no replay applied: {{.LetterHubsTotal}}{{if gt .LetterHubsTotal (len .LetterHubs)}}; the {{len .LetterHubs}} with most below{{end}}.{{end}}</p>
+<table id="letter-hubs"><thead><tr><th>hub</th><th>letters</th><th>reasons</th><th>newest</th></tr></thead><tbody>
+{{range .LetterHubs}}<tr><td><a href="/hub?name={{.Hub}}">{{.Hub}}</a></td><td class="bad">{{.Letters}}</td><td>{{range $i, $r := .Reasons}}{{if $i}}, {{end}}<a href="/deadletters?reason={{$r.Reason}}">{{$r.Reason}}</a> {{$r.Letters}}{{end}}</td><td>{{when .Newest}}</td></tr>{{else}}<tr><td colspan="4">none</td></tr>{{end}}
 </tbody></table>
-<h2>Partitions</h2>
-<table id="partitions"><tr><th>topic</th><th>partition</th><th>committed</th><th>position</th><th>outstanding</th><th>committed lag</th></tr>
-{{range .Partitions}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Committed}}</td><td>{{.Position}}</td><td>{{.Outstanding}}</td><td>{{if ge .Lag 0}}{{.Lag}}{{else}}–{{end}}</td></tr>{{end}}
-</table>
+<h2>Lag per topic</h2>
+<table id="topics"><thead><tr><th>topic</th><th>partitions</th><th>lag known</th><th>committed lag</th><th>worst partition</th><th>outstanding</th></tr></thead><tbody>
+{{range .Topics}}<tr><td>{{.Topic}}</td><td>{{.Partitions}}</td><td>{{.Known}}</td><td class="{{.Level}}">{{if .Known}}{{.Lag}}{{else}}–{{end}}</td><td>{{if ge .Worst 0}}{{.Worst}}: {{.WorstLag}}{{else}}–{{end}}</td><td>{{.Outstanding}}</td></tr>{{else}}<tr><td colspan="6">no partitions assigned</td></tr>{{end}}
+</tbody></table>
+<p>{{if gt .TopicsTotal (len .Topics)}}<span id="topics-more">the {{len .Topics}} worst of {{.TopicsTotal}} topics</span> · {{end}}<a href="/partitions" id="partitions-link">every partition</a></p>
+<h2>Hubs that need attention</h2>
+<table id="problems"><thead><tr><th>hub</th><th>retries</th><th>waits for</th><th>oldest unwritten</th><th>types held</th></tr></thead><tbody>
+{{range .Problems}}<tr><td><a href="/hub?name={{.Hub}}">{{.Hub}}</a></td><td class="{{if .Retries}}bad{{end}}">{{.Retries}}</td><td class="{{if .WaitingDependency}}warn{{end}}">{{if .Waits}}{{range $i, $w := .Waits}}{{if $i}}; {{end}}{{$w}}{{end}}{{else if .WaitingDependency}}a dependency{{else}}–{{end}}</td><td class="{{level "oldest" .OldestSec}}">{{secs .OldestSec}}</td><td>{{.Held}}</td></tr>{{else}}<tr><td colspan="5">none</td></tr>{{end}}
+</tbody></table>
 {{end}}
 <script>
-// Refreshes the counts and the list of problems every 5 s, without
-// reloading the page; text goes in as text.
+// Refreshes the figures, their colours and the tables every 5 s, without
+// reloading the page; text goes in as text, classes come from the server's
+// grading (the thresholds live in one place, the Go code).
 (function(){
-  function set(id, v){ var e=document.getElementById(id); if(e){ e.textContent=v; } }
+  function cell(tr, text, cls, href){
+    var td=tr.insertCell(); if(cls){ td.className=cls; }
+    if(href){ var a=document.createElement('a'); a.href=href; a.textContent=text; td.appendChild(a); } else { td.textContent=text; }
+    return td;
+  }
+  function fill(sel, items, cols, row){
+    var body=document.querySelector(sel+' tbody'); if(!body){ return; }
+    body.textContent='';
+    if(items.length===0){ var td=body.insertRow().insertCell(); td.colSpan=cols; td.textContent=(sel==='#topics'?'no partitions assigned':'none'); }
+    items.forEach(function(it){ row(body.insertRow(), it); });
+  }
+  function hub(h){ return '/hub?name='+encodeURIComponent(h); }
+  function wait(w){ return w.type+' needs '+w.dependsOn+' '+w.needs+' (written: '+(w.has||'none')+')'; }
+  function oldestLevel(s){ return s >= {{bad "oldest"}} ? 'bad' : s >= {{warn "oldest"}} ? 'warn' : 'ok'; }
   function refresh(){
     fetch('/api/overview', {credentials:'same-origin'}).then(function(r){ return r.json(); }).then(function(o){
-      set('c-hubs', o.hubs); set('c-dormant', o.dormantHubs); set('c-active', o.activeHubs);
-      set('c-inactive', o.inactiveHubs); set('c-deleted', o.deletedHubs); set('c-held', o.held); set('c-retrying', o.retrying); set('c-waiting', o.waitingDependency);
-      set('c-dead', o.deadLettersLastHour); set('c-oldest', o.oldestUnwrittenSeconds.toFixed(1)+'s'); set('c-asof', o.asOfSeconds.toFixed(1)+'s');
-      set('ready', o.ready ? 'Ready.' : 'Not ready: ' + o.notReady.join('; '));
-      var body=document.querySelector('#problems tbody'); if(!body){ return; }
-      body.textContent='';
-      if(o.problems.length===0){ var tr=body.insertRow(); var td=tr.insertCell(); td.colSpan=5; td.textContent='none'; }
-      o.problems.forEach(function(p){
-        var tr=body.insertRow(); var a=document.createElement('a');
-        a.href='/hub?name='+encodeURIComponent(p.hub); a.textContent=p.hub; tr.insertCell().appendChild(a);
-        tr.insertCell().textContent=p.retries; tr.insertCell().textContent=p.waitingDependency;
-        tr.insertCell().textContent=p.oldestSeconds.toFixed(1)+'s'; tr.insertCell().textContent=p.held;
+      o.signals.forEach(function(s){ var e=document.getElementById(s.id); if(e){ e.textContent=s.value; e.className=s.level; if(e.parentNode){ e.parentNode.title=s.rule||''; } } });
+      var rd=document.getElementById('readiness'); if(rd){ rd.className=o.ready?'ok':'bad'; }
+      document.getElementById('ready').textContent=o.ready?'Ready.':'Not ready:';
+      var ul=document.getElementById('not-ready'); ul.textContent='';
+      o.notReady.forEach(function(p){ var li=document.createElement('li'); li.textContent=p; ul.appendChild(li); });
+      fill('#problems', o.problems, 5, function(tr, p){
+        cell(tr, p.hub, '', hub(p.hub)); cell(tr, p.retries, p.retries?'bad':'');
+        cell(tr, p.waits&&p.waits.length ? p.waits.map(wait).join('; ') : (p.waitingDependency?'a dependency':'–'), p.waitingDependency?'warn':'');
+        cell(tr, p.oldestSeconds.toFixed(1)+'s', oldestLevel(p.oldestSeconds)); cell(tr, p.held);
+      });
+      var note=document.getElementById('letter-hubs-note');
+      if(o.letterHubsError){ note.textContent=''; var sp=document.createElement('span'); sp.className='warn'; sp.textContent='not known: '+o.letterHubsError; note.appendChild(sp); }
+      else { note.textContent='hubs with letters no replay applied: '+o.letterHubsTotal+(o.letterHubsTotal>o.letterHubs.length?'; the '+o.letterHubs.length+' with most below':'')+'.'; }
+      fill('#letter-hubs', o.letterHubs, 4, function(tr, h){
+        cell(tr, h.hub, '', hub(h.hub)); cell(tr, h.letters, 'bad');
+        var td=tr.insertCell();
+        h.reasons.forEach(function(r, i){ if(i){ td.appendChild(document.createTextNode(', ')); }
+          var a=document.createElement('a'); a.href='/deadletters?reason='+encodeURIComponent(r.reason); a.textContent=r.reason; td.appendChild(a);
+          td.appendChild(document.createTextNode(' '+r.letters)); });
+        cell(tr, new Date(h.newest).toISOString().replace(/\.\d+Z$/, 'Z'));
+      });
+      fill('#topics', o.topics, 6, function(tr, t){
+        cell(tr, t.topic); cell(tr, t.partitions); cell(tr, t.known); cell(tr, t.known ? t.lag : '–', t.level);
+        cell(tr, t.worstPartition >= 0 ? t.worstPartition+': '+t.worstLag : '–'); cell(tr, t.outstanding);
       });
     }).catch(function(){});
   }
   setInterval(refresh, 5000);
 })();
 </script>
+</body></html>`))
+
+// partitionsTmpl is every assigned partition, behind the overview's
+// summary per topic; a value not known yet shows as "–".
+var partitionsTmpl = template.Must(template.New("partitions").Funcs(consoleFuncs).Parse(consoleHead + `
+<h1>Partitions</h1>
+<p>Committed lag is the high watermark minus the committed position: what a restart would read again or for the first time ({{rule "partition"}}). “–” is not known yet: nothing committed, nothing read, or the high watermark not learned.</p>
+<table id="partitions"><tr><th>topic</th><th>partition</th><th>committed</th><th>position</th><th>outstanding</th><th>committed lag</th></tr>
+{{range .Partitions}}<tr><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{dash .Committed}}</td><td>{{if .HasPosition}}{{.Position}}{{else}}–{{end}}</td><td>{{.Outstanding}}</td><td class="{{if ge .Lag 0}}{{level "partition" .Lag}}{{end}}">{{dash .Lag}}</td></tr>{{else}}<tr><td colspan="6">no partitions assigned</td></tr>{{end}}
+</table>
+</body></html>`))
+
+// inactiveTmpl is a page of the inactive hubs, by name.
+var inactiveTmpl = template.Must(template.New("inactive").Funcs(consoleFuncs).Parse(consoleHead + `
+<h1>Inactive hubs</h1>
+<p>Hubs that sent no heartbeat for --hub-inactive-after; {{.Total}} in all as of the last sweep. {{len .Hubs}} here, by name{{if .After}}, after “{{.After}}”{{end}}.</p>
+{{if .Err}}<p class="bad">{{.Err}}</p>{{end}}
+<table id="inactive"><tr><th>hub</th><th>inactive since</th></tr>
+{{range .Hubs}}<tr><td><a href="/hub?name={{.Hub}}">{{.Hub}}</a></td><td>{{when .Since}}</td></tr>{{else}}<tr><td colspan="2">none</td></tr>{{end}}
+</table>
+{{if .Next}}<p><a id="inactive-next" href="/hubs/inactive?after={{.Next}}">next {{.PageSize}}</a></p>{{end}}
 </body></html>`))
 
 var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consoleHead + `
@@ -490,7 +654,7 @@ var hubTmpl = template.Must(template.New("hub").Funcs(consoleFuncs).Parse(consol
 <h2>In this bridge's memory</h2>
 {{with .Unit}}
 <table id="types"><tr><th>type</th><th>processed</th><th>held</th><th>held count</th><th>in flight</th><th>waiting</th><th>retries</th><th>oldest held</th><th>resyncs asked</th><th>last error</th></tr>
-{{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td><td class="resyncs">{{if .Resyncs}}{{.Resyncs}}, last {{secs .LastResyncAgeSec}} ago{{end}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> ({{secs .LastErrorAgeSec}} ago){{end}}</td></tr>{{end}}
+{{range .Types}}<tr><td>{{.Type}}</td><td>{{.Processed}}</td><td>{{.Held}}</td><td>{{.HeldCount}}</td><td>{{.InFlight}}</td><td>{{.Waiting}}{{if .DependsOn}}: needs {{.Needs}}, written {{or .Has "none"}}{{end}}</td><td>{{.Retries}}</td><td>{{secs .AgeSec}}</td><td class="resyncs">{{if .Resyncs}}{{.Resyncs}}, last {{secs .LastResyncAgeSec}} ago{{end}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> ({{secs .LastErrorAgeSec}} ago){{end}}</td></tr>{{end}}
 </table>
 {{else}}<p>This bridge holds nothing of this hub (another replica may, or it never sent anything).</p>{{end}}
 <h2>Dead letters of this hub</h2>

@@ -67,7 +67,11 @@ func TestConsoleEscapesNames(t *testing.T) {
 		data any
 	}{
 		"overview": {overviewTmpl, map[string]any{"Q": hostile, "Found": []string{hostile},
-			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile}}, Partitions: []committer.PartitionStats{{Topic: img}}}}},
+			"O": Overview{NotReady: []string{img}, Problems: []HubProblem{{Hub: hostile, Waits: []Wait{{Type: img, DependsOn: hostile}}}},
+				Partitions: []committer.PartitionStats{{Topic: img}}, Topics: []TopicLag{{Topic: img}},
+				LetterHubs: []LetterHub{{Hub: hostile, Reasons: []ReasonLetters{{Reason: deadletter.Reason(img)}}}}}}},
+		"partitions": {partitionsTmpl, map[string]any{"Q": hostile, "Partitions": []committer.PartitionStats{{Topic: img}}}},
+		"inactive":   {inactiveTmpl, map[string]any{"Q": hostile, "Hubs": []InactiveHub{{Hub: img}}, "After": hostile, "Next": hostile}},
 		"hub": {hubTmpl, map[string]any{"Q": "", "Hub": hostile, "Letters": []deadletter.Row{letter},
 			"Unit": conflation.UnitState{Hub: hostile, Types: []conflation.TypeState{{Type: img, Waiting: hostile, LastError: img}}}}},
 		"dead letters": {deadLettersTmpl, map[string]any{"Q": "", "Reason": hostile, "Letters": []deadletter.Row{letter},
