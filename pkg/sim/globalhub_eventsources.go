@@ -176,19 +176,7 @@ func (m *ghEventModel) make(rng *rand.Rand, a *ghAgent) (map[string][][]byte, er
 				break
 			}
 			pr := p.randomPair(rng, total)
-			suffix, at := m.next()
-			name := ghPolicyNamespace + "." + pr.policy.name + "." + suffix
-			state := pr.policy.state[pr.cluster]
-			add(TypeGHReplicatedEvent, ghReplicatedPolicyEvent{
-				ghBaseEvent: ghBaseEvent{
-					EventName: name, EventNamespace: pr.cluster, Message: ghPolicyMessages[state],
-					Reason: "PolicyStatusSync", Count: 1,
-					Source: ghEventSource{Component: "policy-status-history-sync"}, CreatedAt: at,
-				},
-				PolicyID: pr.policy.id, ClusterID: uids[pr.cluster], ClusterName: pr.cluster,
-				Compliance: ghComplianceWords[state],
-			})
-			note(m.replicatedEvents, pr.policy.id, pr.cluster, name)
+			replicated(pr, pr.policy.state[pr.cluster])
 		}
 	}
 	// event.clustergroupupgrade: sent, never stored.
