@@ -35,6 +35,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", demo.DefaultHTTPAddr, "address of the bridge's /metrics, /healthz and /readyz during the demo; empty disables")
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", bridge.DefaultAdminAddr, "address of the bridge's console (status page, /debug/units) during the demo; empty disables")
 	fs.IntVar(&cfg.Partitions, "partitions", demo.DefaultPartitions, "partitions of the demo topic")
+	fs.DurationVar(&cfg.Backlog, "backlog", demo.DefaultBacklog, "how long the hubs publish before the bridge starts reading, so that it reads a backlog first, as after an outage, and conflation shows (it writes what is still current, not every bundle read); 0 reads from the start (the hubs' demo: --agent stb, hoh, globalhub)")
 	for name, def := range map[string]string{"rate": strconv.Itoa(demo.DefaultRate), "generations": "0"} {
 		if err := fs.Set(name, def); err != nil {
 			return err
