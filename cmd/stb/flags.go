@@ -100,7 +100,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if es, ok := f.Value.(envSetter); ok {
 			err = es.SetEnv(v)
 		} else {
-			err = f.Value.Set(v)
+			err = fs.Set(f.Name, v)
 		}
 		if err != nil {
 			errs = append(errs, badValue(name, "=", f, v, err)+" (the variable of --"+f.Name+")")
