@@ -61,6 +61,7 @@ func TestDemoBacklogConflates(t *testing.T) {
 	if !strings.Contains(out.String(), "reading a backlog of "+strconv.Itoa(res.Expected.Messages)+" messages") {
 		t.Errorf("the demo does not say it read a backlog:\n%s", out)
 	}
+	t.Logf("%s\n%s", lineWith(out.String(), "wrote "), lineWith(out.String(), "written of published"))
 	if l := lineWith(out.String(), "written of published, per type"); !strings.Contains(l, "compliance ") {
 		t.Errorf("no per-type share written: %q", l)
 	}
