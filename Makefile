@@ -60,7 +60,7 @@ PODMAN      ?= CONTAINERS_CONF=$(CURDIR)/$(PODMAN_CONF) podman --storage-driver 
 # `make image-test` runs the demo inside the container against the local PostgreSQL (host network). A
 # short run; the HTTP listeners are off so that nothing else on the machine's 8080/8081 gets in the way.
 IMAGE_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
-IMAGE_TEST_DEMOFLAGS    ?= --hubs 20 --duration 5s --http-addr= --admin-addr=
+IMAGE_TEST_DEMOFLAGS    ?= --hubs 20 --duration 5s --http-addr= --admin-addr= --database-name stb_image_test
 
 .PHONY: help build fmt fmt-fix vet lint staticcheck docs-check tools postgres chromium test fuzz-short bench demo clean \
 	image image-tools image-test

@@ -31,7 +31,7 @@ func hubCmd(ctx context.Context, args []string) error {
 	url := fs.String("database-url", db.DefaultURL, "PostgreSQL URL")
 	// Flags may come before NAME and after it; --help anywhere prints the
 	// usage and touches nothing (it used to delete a hub named "--help").
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseArgs(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

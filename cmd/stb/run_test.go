@@ -22,7 +22,7 @@ func TestRunStoppedWhileStartingExitsCleanly(t *testing.T) {
 // Without a stop, the same failure to start is an error.
 func TestRunFailingToStartIsAnError(t *testing.T) {
 	err := runCmd(context.Background(), []string{"--database-url", "postgres://stb@127.0.0.1:1/stb?connect_timeout=1",
-		"--http-addr", "", "--log-level", "error"})
+		"--http-addr", "", "--log-level", "error", "--db-start-timeout", "1s"})
 	if err == nil {
 		t.Fatal("a bridge that cannot reach its database started")
 	}

@@ -50,6 +50,12 @@ type Config struct {
 	HTTPAddr, AdminAddr string
 	// Partitions of the demo topic (1 for the per-hub topics).
 	Partitions int
+	// Backlog is how long the hubs publish before the bridge starts
+	// reading: it then reads a backlog, as after an outage, and shows
+	// conflation at work (a hub's bundles still unread replace the one
+	// held while the reader is far behind, --linger), before it follows
+	// the hubs as they publish. 0 reads from the start.
+	Backlog time.Duration
 	// NewPublisher opens the simulation's Kafka producer to brokers,
 	// on first use.
 	NewPublisher func(brokers string) (*sim.KafkaPublisher, error)
@@ -67,6 +73,7 @@ const (
 	DefaultHTTPAddr     = "127.0.0.1:8080"
 	DefaultPartitions   = 8
 	DefaultRate         = 5000
+	DefaultBacklog      = 10 * time.Second
 )
 
 // Validate checks the configuration; it changes nothing.
@@ -77,6 +84,9 @@ func (c Config) Validate() error {
 	}
 	if c.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("--partitions must be at least 1, got %d", c.Partitions))
+	}
+	if c.Backlog < 0 {
+		errs = append(errs, fmt.Errorf("--backlog must not be negative, got %v", c.Backlog))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout must be positive, got %v", c.Timeout))
@@ -133,18 +143,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Out, "demo: "+format+"\n", a...) }
 
-	// 1–3. A fresh database, the embedded broker, the bridge.
+	// 1–3. A fresh database, the embedded broker, the bridge (reading
+	// once hold is closed).
+	hold := make(chan struct{})
+	held := true
+	release := func() {
+		if held {
+			close(hold)
+			held = false
+		}
+	}
+	if cfg.Backlog == 0 {
+		release()
+	}
 	st, err := startStage(ctx, stageConfig{Config: cfg, Topics: topics, Partitions: partitions,
-		Console: "units at /debug/units"}, say)
+		Console: "units at /debug/units", Hold: hold}, say)
 	if err != nil {
 		return nil, err
 	}
 	defer st.close()
+	defer release()
 	b, pool, brk := st.bridge, st.pool, st.broker
 
 	// 4. The hubs publish while the bridge reads.
 	say("%d hubs × %d clusters, %d rounds at %.0f msg/s", s.Hubs, s.Clusters, s.Generations, s.Rate)
+	if cfg.Backlog > 0 {
+		say("the bridge starts reading after %s (--backlog): it reads a backlog first, as after an outage", cfg.Backlog)
+	}
 	var sent atomic.Int64
+	lat := startLatency(&sent, func() int64 { return b.Stats().Committed() })
+	defer lat.stop()
 	type simResult struct {
 		exp *sim.Expected
 		err error
@@ -185,9 +213,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Expected = r.exp
 			published = int64(r.exp.Messages)
 			deadline = time.Now().Add(cfg.Timeout)
+			lat.published(published)
 			say("all %d messages published after %.1fs; waiting for the database to catch up", r.exp.Messages, time.Since(start).Seconds())
+			if held {
+				say("the bridge starts reading a backlog of %d messages", published)
+				lat.startAt(published)
+				release()
+			}
 			continue
 		case <-tick.C:
+		}
+		if held && time.Since(start) >= cfg.Backlog {
+			n := sent.Load()
+			say("the bridge starts reading a backlog of %d messages", n)
+			lat.startAt(n)
+			release()
 		}
 		m, st := metricview.Gather(b.Gatherer()), b.Stats()
 		written := m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
@@ -212,25 +252,86 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
+	lat.stop()
 	m := metricview.Gather(b.Gatherer())
-	read := float64(b.Stats().Read)
+	stats := b.Stats()
 	written := m.Sum("stb_dispatcher_bundles_total", map[string]string{"result": "applied"})
-	say("summary: %d messages read, %.0f bundles written (conflation ratio %.1f:1), %.0f conflated, %.0f stale",
-		int64(read), written, read/math.Max(written, 1),
+	say("summary: %d messages read, %d bundles accepted; wrote %.0f of the %d bundles read (%s), %.0f conflated, %.0f stale",
+		stats.Read, stats.Accepted, written, stats.Accepted, percent(written, float64(stats.Accepted)),
 		m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "conflated"}),
 		m.Sum("stb_conflation_bundles_total", map[string]string{"outcome": "stale"}))
 	say("published per type: %s", perType(res.Expected.MessagesByType))
-	say("freshness (event time → commit): p50 %s, p99 %s; dead letters %.0f; took %.1fs",
-		humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.5)), humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.99)),
+	if line, ok := writtenPerType(m, res.Expected.MessagesByType, written); ok {
+		say("written of published, per type: %s", line)
+	}
+	p50, p99, n := lat.quantiles()
+	if n > 0 {
+		say("latency of the %d messages published while the bridge read (published → offset committed, on this machine's clock, the 1s commit interval included): p50 %s, p99 %s",
+			n, humanize.Seconds(p50), humanize.Seconds(p99))
+	}
+	if gh := res.Expected.GlobalHub; gh != nil && gh.SkewedRestarts > 0 {
+		say("freshness by event time (stb_bundle_freshness_seconds) not shown: %d of %d agent restarts set their node's clock back (--gh-clock-skew), so their events' times are behind the real ones",
+			gh.SkewedRestarts, gh.Restarts)
+	} else {
+		say("freshness of the bundles written (event time → database commit, stb_bundle_freshness_seconds; the backlog's included): p50 %s, p99 %s",
+			humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.5)), humanize.Seconds(m.Quantile("stb_bundle_freshness_seconds", 0.99)))
+	}
+	say("dead letters %.0f; took %.1fs",
 		m.Sum("stb_transport_rejected_total", nil)+m.Sum("stb_dispatcher_dead_letters_total", nil), time.Since(start).Seconds())
 	if !res.OK() {
 		fmt.Fprintf(cfg.Out, "verified: FAILED — the database does not hold the hubs' latest state: %s\n",
 			strings.ReplaceAll(res.Report.Summary(), "\n", "; "))
 		return res, nil
 	}
-	fmt.Fprintf(cfg.Out, "verified: ok — %d hubs, %d bundle versions and %d managed clusters match the hubs' latest state\n",
-		res.Report.Hubs, res.Report.Versions, res.Report.Clusters)
+	fmt.Fprintf(cfg.Out, "verified: ok — %s match the hubs' latest state\n", verifiedWhat(res.Report, res.Expected))
 	return res, nil
+}
+
+// verifiedWhat says what the verification compared, in the tables of the
+// agent that ran: the global hub's own tables for its agents (STB's
+// bundle_versions hold none of theirs), STB's for STB's.
+func verifiedWhat(r *verify.Report, exp *sim.Expected) string {
+	parts := []string{fmt.Sprintf("%d hubs", r.Hubs)}
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	if exp.GlobalHubAgent() {
+		add(r.Clusters, "managed clusters (status.managed_clusters)")
+		add(r.ComplianceRows, "compliance rows (local_status.compliance)")
+		add(r.LocalPolicies, "local policies (local_spec.policies)")
+		add(r.Events, "policy events (event.local_policies, event.local_root_policies)")
+		add(r.ClusterEvents, "cluster events (event.managed_clusters)")
+		add(r.AlertCounts, "alert counts (security.alert_counts)")
+		add(r.Migrations, "migrations (stb.cluster_migrations)")
+	} else {
+		add(r.Versions, "bundle versions (stb.bundle_versions)")
+		add(r.Clusters, "managed clusters (stb.managed_clusters)")
+		add(r.ComplianceRows, "compliance rows (stb.compliance)")
+		add(r.Events, "policy events (stb.policy_events)")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writtenPerType is "type written/published (share)" for every type
+// published, in a stable order; false when the bridge's types are not the
+// ones published (the global-hub agents' events become other bundle
+// types), where it would mislead.
+func writtenPerType(m metricview.View, published map[string]int, written float64) (string, bool) {
+	var parts []string
+	var sum float64
+	for _, k := range slices.Sorted(maps.Keys(published)) {
+		w := m.Sum("stb_dispatcher_bundles_total", map[string]string{"type": k, "result": "applied"})
+		sum += w
+		parts = append(parts, fmt.Sprintf("%s %.0f/%d (%s)", k, w, published[k], percent(w, float64(published[k]))))
+	}
+	return strings.Join(parts, ", "), sum == written && written > 0
+}
+
+// percent is part of whole as a percentage.
+func percent(part, whole float64) string {
+	return fmt.Sprintf("%.1f %%", 100*part/math.Max(whole, 1))
 }
 
 // lazyPublisher opens the Kafka producer on first use and closes it after

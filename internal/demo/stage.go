@@ -41,6 +41,9 @@ type stageConfig struct {
 	// Console is what the console line adds after the address: where to
 	// look for the demo's rows.
 	Console string
+	// Hold, when not nil, delays the bridge's reading until it is closed:
+	// what is published meanwhile is a backlog (Config.Backlog).
+	Hold <-chan struct{}
 }
 
 // startStage sets the stage up and starts the bridge, saying what it did;
@@ -91,7 +94,17 @@ func startStage(ctx context.Context, c stageConfig, say func(string, ...any)) (_
 	st.closers = append(st.closers, st.pool.Close)
 	bctx, stopBridge := context.WithCancel(context.Background())
 	bridgeDone := make(chan error, 1)
-	go func() { bridgeDone <- st.bridge.Run(bctx) }()
+	go func() {
+		if c.Hold != nil {
+			select {
+			case <-c.Hold:
+			case <-bctx.Done():
+				bridgeDone <- nil
+				return
+			}
+		}
+		bridgeDone <- st.bridge.Run(bctx)
+	}()
 	st.closers = append(st.closers, func() {
 		stopBridge()
 		<-bridgeDone
