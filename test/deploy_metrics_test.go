@@ -313,6 +313,21 @@ func TestDeployMetricsExist(t *testing.T) {
 	if len(gone) > 0 {
 		t.Errorf("%d of %d metrics named by deploy/ are not exported by stb: %s", len(gone), len(names), strings.Join(gone, " "))
 	}
+	// And the other way: every family stb exports is in the README's table
+	// of metrics and on the dashboard or in an alert, so that an operator
+	// finds what each series means and sees it.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range stb {
+		if !strings.Contains(string(readme), "| `"+f+"` |") {
+			t.Errorf("UNDOCUMENTED METRIC %s: exported but not a row of the README's table of metrics", f)
+		}
+		if len(wanted[f])+len(wanted[f+"_bucket"])+len(wanted[f+"_sum"])+len(wanted[f+"_count"]) == 0 {
+			t.Errorf("UNSHOWN METRIC %s: exported but on no dashboard panel and in no alert of deploy/", f)
+		}
+	}
 }
 
 // TestDeployEnvironment runs `stb run` with the Deployment's own environment
