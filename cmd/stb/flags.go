@@ -36,18 +36,19 @@ func envName(cmd, flagName string) string {
 // deadletters, work) read `stb run`'s variables for those: sharedWithRun.
 func envPrefix(cmd, flagName string) string {
 	word, _, _ := strings.Cut(cmd, " ")
-	switch word {
-	case "run", "migrate", "":
+	switch {
+	case word == "run" || word == "migrate" || word == "":
 		return "STB_"
-	case "hub", "deadletters", "work":
-		if sharedWithRun[flagName] {
-			return "STB_"
-		}
-	case "kafka":
+	case operatorCommands[word] && sharedWithRun[flagName]:
+		return "STB_"
+	case word == "kafka":
 		word = "broker"
 	}
 	return "STB_" + strings.ToUpper(word) + "_"
 }
+
+// operatorCommands act on the bridge's own database and brokers.
+var operatorCommands = map[string]bool{"hub": true, "deadletters": true, "work": true}
 
 // sharedWithRun are the flags the operator's commands share with `stb run`
 // by meaning: the production database and brokers.
