@@ -123,13 +123,18 @@ func TestHubDeleteAndResetWhileRunning(t *testing.T) {
 		return e.clustersOf("hub-a") == "a-new" && e.hubState("hub-a") == "active"
 	})
 
-	// Idempotent: deleting twice says so and removes nothing more.
-	if _, err := e.stb("hub", "delete", "hub-gone", "--database-url", e.dbURL); err != nil {
+	// Idempotent: deleting twice says so and removes nothing more. (A
+	// hub the database holds nothing of is refused instead: issue 33,
+	// TestHubCommandsRefuseAnUnknownHub.)
+	if _, err := e.stb("hub", "delete", "hub-keep", "--database-url", e.dbURL); err != nil {
 		t.Fatal(err)
 	}
-	out, err = e.stb("hub", "delete", "hub-gone", "--database-url", e.dbURL)
+	out, err = e.stb("hub", "delete", "hub-keep", "--database-url", e.dbURL)
 	if err != nil || !strings.Contains(out, "already deleted") || !strings.Contains(out, "0 rows removed") {
 		t.Fatalf("second delete: %v\n%s", err, out)
+	}
+	if out, err := e.stb("hub", "delete", "hub-gone", "--database-url", e.dbURL); err == nil || !strings.Contains(out, "unknown hub") {
+		t.Fatalf("delete of a hub never seen: %v, want it refused as an unknown hub\n%s", err, out)
 	}
 	b.stop(30 * time.Second)
 }
