@@ -1,13 +1,13 @@
 package transport
 
 import (
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/stbridge/stb/pkg/logsum"
 )
 
 // forwardLogs writes librdkafka's log lines to logger until the client
@@ -49,36 +49,22 @@ func syslogLevel(l int) zapcore.Level {
 // warnings: the message is a sender's, and a stack says nothing of it.
 // Safe for concurrent use; it logs outside its lock.
 type LogSummary struct {
-	msg      string
-	interval time.Duration
-
-	mu     sync.Mutex
-	since  time.Time // start of the interval being counted; zero when quiet
-	counts map[string]int
-	last   []zap.Field
+	msg string
+	c   *logsum.Counter[[]zap.Field]
 }
 
 // NewLogSummary returns a summary of the warning msg, summed up every
 // interval.
 func NewLogSummary(msg string, interval time.Duration) *LogSummary {
-	return &LogSummary{msg: msg, interval: interval, counts: map[string]int{}}
+	return &LogSummary{msg: msg, c: logsum.New[[]zap.Field](interval)}
 }
 
 // Log records one occurrence at now, counted under key: logged at once
 // with fields when the summary is quiet, else counted; an interval that
 // has ended is summed up first.
 func (s *LogSummary) Log(now time.Time, logger *zap.Logger, key string, fields ...zap.Field) {
-	s.mu.Lock()
-	first := s.since.IsZero()
-	if first {
-		s.since = now
-	} else {
-		s.counts[key]++
-		s.last = fields
-	}
-	s.mu.Unlock()
-	if first {
-		logger.Warn(s.msg, append(fields, zap.Duration("summedUpEvery", s.interval))...)
+	if s.c.Add(now, key, fields) {
+		logger.Warn(s.msg, append(fields, zap.Duration("summedUpEvery", s.c.Interval()))...)
 		return
 	}
 	s.Flush(now, logger)
@@ -87,34 +73,15 @@ func (s *LogSummary) Log(now time.Time, logger *zap.Logger, key string, fields .
 // Flush logs what was counted since the interval began, if it has ended
 // by now, and starts the next one.
 func (s *LogSummary) Flush(now time.Time, logger *zap.Logger) {
-	s.mu.Lock()
-	if s.since.IsZero() || now.Sub(s.since) < s.interval {
-		s.mu.Unlock()
+	sum, ok := s.c.Take(now)
+	if !ok {
 		return
 	}
-	counts, last, since := s.counts, s.last, s.since
-	if len(counts) == 0 {
-		s.since = time.Time{}
-	} else {
-		s.since = now
-		s.counts, s.last = map[string]int{}, nil
+	fields := make([]zap.Field, 0, len(sum.Keys)+3)
+	fields = append(fields, zap.Int("count", sum.Total), zap.Duration("over", sum.Over))
+	for _, k := range sum.Keys {
+		fields = append(fields, zap.Int(k, sum.Counts[k]))
 	}
-	s.mu.Unlock()
-	if len(counts) == 0 {
-		return
-	}
-	keys := make([]string, 0, len(counts))
-	total := 0
-	for k, n := range counts {
-		keys = append(keys, k)
-		total += n
-	}
-	slices.Sort(keys)
-	fields := make([]zap.Field, 0, len(keys)+3)
-	fields = append(fields, zap.Int("count", total), zap.Duration("over", now.Sub(since).Round(time.Second)))
-	for _, k := range keys {
-		fields = append(fields, zap.Int(k, counts[k]))
-	}
-	fields = append(fields, zap.Dict("last", last...))
+	fields = append(fields, zap.Dict("last", sum.Last...))
 	logger.Warn(s.msg+" (summed up)", fields...)
 }
