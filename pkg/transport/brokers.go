@@ -1,6 +1,13 @@
 package transport
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+)
 
 // Whether any broker can be reached. librdkafka says when every broker it
 // knows is down (ErrAllBrokersDown, an error event it recovers from by
@@ -31,4 +38,29 @@ func (r *Reader) BrokersDownFor(now time.Time) time.Duration {
 		return 0
 	}
 	return max(0, now.Sub(time.Unix(0, since)))
+}
+
+// kafkaError logs and counts an error the client reported. librdkafka
+// recovers from all but fatal ones by itself.
+func (r *Reader) kafkaError(err error, fields ...zap.Field) {
+	var kerr kafka.Error
+	if !errors.As(err, &kerr) {
+		r.metrics.kafkaErrors.WithLabelValues("unknown").Inc()
+		r.logger.Warn("kafka error", append(fields, zap.Error(err))...)
+		return
+	}
+	r.metrics.kafkaErrors.WithLabelValues(kerr.Code().String()).Inc()
+	fields = append(fields, zap.Error(kerr), zap.Stringer("code", kerr.Code()))
+	switch {
+	case kerr.IsFatal():
+		r.logger.Error("fatal kafka error; the reader stops", fields...)
+		r.fatal = fmt.Errorf("kafka client failed: %w", kerr)
+	case kerr.Code() == kafka.ErrAllBrokersDown:
+		r.noteBrokersDown(time.Now())
+		r.logger.Warn("every Kafka broker is unreachable; the client keeps trying (librdkafka counts the bootstrap address and each broker it learned of, so one broker may show as 2)", fields...)
+	case kerr.Code() == kafka.ErrAssignmentLost:
+		r.logger.Warn("partition assignment lost; the group will reassign", fields...)
+	default:
+		r.logger.Warn("kafka error", fields...)
+	}
 }

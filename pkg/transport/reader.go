@@ -393,60 +393,6 @@ func (r *Reader) Run(ctx context.Context) error {
 	return r.fatal
 }
 
-// backpressure pauses every assigned partition while too many bytes are
-// held (bufferedBytes) and resumes them below 80 % of the limit. Pausing
-// in librdkafka also drops what it had prefetched for those partitions,
-// so reading resumes right after the last message handed out.
-func (r *Reader) backpressure() {
-	limit := r.cfg.MaxBufferedBytes
-	if limit <= 0 || r.deps.Buffer == nil {
-		return
-	}
-	held := r.bufferedBytes()
-	switch {
-	case !r.paused && held > limit:
-		parts, err := r.consumer.Assignment()
-		if err != nil {
-			r.kafkaError(err)
-			return
-		}
-		if err := r.consumer.Pause(parts); err != nil {
-			r.kafkaError(err)
-			return
-		}
-		r.paused = true
-		r.metrics.pauses.Inc()
-		r.metrics.paused.Set(float64(len(parts)))
-		r.logger.Info("buffer full; pausing partitions", zap.Int64("bufferedBytes", held), zap.Int64("limit", limit), zap.Int("partitions", len(parts)))
-	case r.paused && held < limit/10*8:
-		parts, err := r.consumer.Assignment()
-		if err != nil {
-			r.kafkaError(err)
-			return
-		}
-		if err := r.consumer.Resume(parts); err != nil {
-			r.kafkaError(err)
-			return
-		}
-		r.paused = false
-		r.metrics.resumes.Inc()
-		r.metrics.paused.Set(0)
-		r.logger.Info("buffer drained; resuming partitions", zap.Int64("bufferedBytes", held), zap.Int("partitions", len(parts)))
-	}
-}
-
-// bufferedBytes is what --max-buffered-bytes bounds: the bytes the
-// bundles held downstream keep (Deps.Buffer), what the messages polled and
-// not yet decoded will, and the chunks of the events being assembled
-// (Assembler).
-func (r *Reader) bufferedBytes() int64 {
-	var n int64
-	if r.deps.Buffer != nil {
-		n = r.deps.Buffer.HeldBytes()
-	}
-	return n + r.queuedBytes.Load() + r.chunkBytes()
-}
-
 // fetchClusterID asks the brokers for the cluster id, retrying until they
 // answer or ctx ends: stored positions are only trusted for the cluster
 // they were read from.
@@ -639,31 +585,6 @@ func (r *Reader) reject(p Partition, rej *Reject, tc *topicCounters) {
 	// Done once the dead letter is stored, by whoever stores it.
 	rej.Track(p)
 	r.deps.Rejects.Add(rej.Letter, rej.Release)
-}
-
-// kafkaError logs and counts an error the client reported. librdkafka
-// recovers from all but fatal ones by itself.
-func (r *Reader) kafkaError(err error, fields ...zap.Field) {
-	var kerr kafka.Error
-	if !errors.As(err, &kerr) {
-		r.metrics.kafkaErrors.WithLabelValues("unknown").Inc()
-		r.logger.Warn("kafka error", append(fields, zap.Error(err))...)
-		return
-	}
-	r.metrics.kafkaErrors.WithLabelValues(kerr.Code().String()).Inc()
-	fields = append(fields, zap.Error(kerr), zap.Stringer("code", kerr.Code()))
-	switch {
-	case kerr.IsFatal():
-		r.logger.Error("fatal kafka error; the reader stops", fields...)
-		r.fatal = fmt.Errorf("kafka client failed: %w", kerr)
-	case kerr.Code() == kafka.ErrAllBrokersDown:
-		r.noteBrokersDown(time.Now())
-		r.logger.Warn("every Kafka broker is unreachable; the client keeps trying (librdkafka counts the bootstrap address and each broker it learned of, so one broker may show as 2)", fields...)
-	case kerr.Code() == kafka.ErrAssignmentLost:
-		r.logger.Warn("partition assignment lost; the group will reassign", fields...)
-	default:
-		r.logger.Warn("kafka error", fields...)
-	}
 }
 
 // Stats returns running totals; safe to call at any time.
