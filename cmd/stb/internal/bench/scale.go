@@ -160,7 +160,7 @@ func benchScale(ctx context.Context, e *benchEnv, res *scenarioResult) error {
 		res.ratio("upstream's initial sync / stb's", upstreamInitialSync.Seconds()/phases[0].elapsed.Seconds(), "theirs on their cluster, ours on this machine")
 		res.ratio("upstream's rotation / stb's", upstreamRotation.Seconds()/phases[1].elapsed.Seconds(), "theirs on their cluster, ours on this machine")
 		for _, p := range phases {
-			res.rssBudget(p.peak, e.cfg.MaxBufferedBytes, " ("+p.name+")")
+			res.rssBudget(p.peak, e.cfg.MaxBufferedBytes, p.name)
 		}
 	}
 	if !ok {
