@@ -101,7 +101,9 @@ func startReaderDeps(t *testing.T, b *broker.Broker, group string, offsets trans
 		runErr:   make(chan error, 1),
 	}
 	cfg := transport.DefaultConfig()
-	cfg.Brokers = b.Addr()
+	if b != nil {
+		cfg.Brokers = b.Addr() // else edit sets it
+	}
 	cfg.GroupID = group
 	cfg.Topics = []string{h.topic}
 	cfg.MaxBundleBytes = 1 // raised to the floor, which the cases are sized for
