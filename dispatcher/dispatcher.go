@@ -174,9 +174,9 @@ type Deps struct {
 	Logger      *zap.Logger
 	// Registerer receives the dispatcher's metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Events are the status families whose bundles' Raw is not their
-	// event's data, for the dead letters of their bundles; see
-	// EventLetters.
+	// Events are the status families whose bundles keep their event's
+	// attributes beside the data (bundle.Bundle.Attrs), for the dead
+	// letters of their bundles; see EventLetters.
 	Events []EventLetters
 }
 
