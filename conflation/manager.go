@@ -28,8 +28,9 @@ type Config struct {
 	// MaxDeltaBytes is the size of a hub's waiting deltas above which they
 	// are merged into one; 0 never merges.
 	MaxDeltaBytes int
-	// Decode decodes the raw data of the deltas to merge (bundles come
-	// from the reader undecoded; dbsyncers.Registry.Decode). A delta
+	// Decode decodes the deltas to merge, each handed whole, its raw data
+	// and its family's Attrs (bundles come from the reader undecoded;
+	// dbsyncers.Registry.Decode). A delta
 	// whose data does not decode, or every undecoded one when Decode is
 	// nil, is not merged: the worker dead-letters it when it writes it.
 	Decode bundle.DecodeFunc

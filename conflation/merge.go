@@ -68,9 +68,10 @@ func (u *Unit) mergedLocked(run []*bundle.Bundle, acc any, rel *releaser, tm *ty
 	}
 	first, last := run[0], run[len(run)-1]
 	merged := *first // keeps the first's origin and tracker
-	// The merged payload is no single message's data: a dead letter of it
-	// carries the payload itself (deadletter.Bundles).
-	merged.Raw, merged.Message = nil, nil
+	// The merged payload is no single message's data, nor of one event's
+	// attributes: a dead letter of it carries the payload itself
+	// (deadletter.Bundles), and no family rebuilds an event of it.
+	merged.Raw, merged.Attrs, merged.Message = nil, nil, nil
 	merged.Payload, merged.Version, merged.EventTime = acc, last.Version, last.EventTime
 	merged.Size, merged.Held = size, held
 	for _, b := range run[1:] {

@@ -2,6 +2,7 @@ package conflation
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -20,12 +21,16 @@ func TestMergeDecodesRawDeltas(t *testing.T) {
 		{Name: "compliancedelta", Kind: bundle.Delta, DependsOn: "compliance", Rule: bundle.Exactly},
 	}
 	decodes := map[string]int{}
-	decode := func(typ string, data []byte) (any, error) {
-		decodes[string(data)]++
-		if string(data) == "bad" {
+	decode := func(b *bundle.Bundle) (any, error) {
+		data := string(b.Raw)
+		decodes[data]++
+		if data == "bad" {
 			return nil, errors.New("not a delta")
 		}
-		return []string{string(data)}, nil
+		if b.Attrs != "attrs of "+data {
+			return nil, fmt.Errorf("delta %s has attributes %v, not its own", data, b.Attrs)
+		}
+		return []string{data}, nil
 	}
 	merge := func(older, newer any) any { return append(older.([]string), newer.([]string)...) }
 	m, err := NewManager(Config{Types: types, MaxDeltaBytes: 15, Decode: decode,
@@ -38,7 +43,8 @@ func TestMergeDecodesRawDeltas(t *testing.T) {
 	off := int64(0)
 	insert := func(typ string, ver bundle.Version, data string) {
 		off++
-		b := &bundle.Bundle{Hub: "h", Type: typ, Version: ver, Raw: []byte(data), Size: 10, Origin: bundle.Origin{Topic: "t", Offset: off}}
+		b := &bundle.Bundle{Hub: "h", Type: typ, Version: ver, Raw: []byte(data), Attrs: "attrs of " + data, Size: 10,
+			Origin: bundle.Origin{Topic: "t", Offset: off}}
 		if typ == "compliancedelta" {
 			b.Dependency, b.HasDependency = base, true
 		}
@@ -76,11 +82,11 @@ func TestMergeDecodesRawDeltas(t *testing.T) {
 	if len(payloads) != 3 || !slices.Equal(payloads[0], []string{"d2", "d3"}) || payloads[1] != nil || !slices.Equal(payloads[2], []string{"d5", "d6"}) {
 		t.Errorf("job payloads %q, want [d2 d3], none, [d5 d6]", payloads)
 	}
-	if j.Bundles[1].Decode(nil) == nil || string(j.Bundles[1].Raw) != "bad" {
-		t.Errorf("the bad delta is not left with its data and its decode error")
+	if j.Bundles[1].Decode(nil) == nil || string(j.Bundles[1].Raw) != "bad" || j.Bundles[1].Attrs != "attrs of bad" {
+		t.Errorf("the bad delta is not left with its data, its attributes and its decode error")
 	}
-	if j.Bundles[0].Raw != nil {
-		t.Errorf("a merged delta keeps the raw data %q of its first", j.Bundles[0].Raw)
+	if j.Bundles[0].Raw != nil || j.Bundles[0].Attrs != nil {
+		t.Errorf("a merged delta keeps the raw data %q or the attributes %v of its first", j.Bundles[0].Raw, j.Bundles[0].Attrs)
 	}
 	for data, n := range decodes {
 		if n != 1 {

@@ -17,17 +17,19 @@ import (
 // conflation: they declare the interfaces and functions they need, and
 // these methods satisfy them.
 
-// Decode decodes the data of a bundle of type typ with its syncer's
-// decoder. Its errors carry their dead-letter reason (a *PermanentError,
-// or the decoder's own deadletter.Reasoned error): bad_payload, or
-// unknown_type, wrapping bundle.ErrUnknownType, for a type the registry
-// does not hold. Data that does not decode never will.
-func (r *Registry) Decode(typ string, data []byte) (any, error) {
-	s, ok := r.Lookup(typ)
+// Decode decodes b, a bundle of any registered type, with its syncer's
+// decoder (Syncer.Decode with b's Raw, or Syncer.DecodeBundle with b)
+// and returns the payload, leaving b as it is: bundle.DecodeFunc. Its
+// errors carry their dead-letter reason (a *PermanentError, or the
+// decoder's own deadletter.Reasoned error): bad_payload, or unknown_type,
+// wrapping bundle.ErrUnknownType, for a type the registry does not hold.
+// A bundle that does not decode never will.
+func (r *Registry) Decode(b *bundle.Bundle) (any, error) {
+	s, ok := r.Lookup(b.Type)
 	if !ok {
-		return nil, &PermanentError{Reason: deadletter.UnknownType, Err: fmt.Errorf("%w: %q", bundle.ErrUnknownType, typ)}
+		return nil, &PermanentError{Reason: deadletter.UnknownType, Err: fmt.Errorf("%w: %q", bundle.ErrUnknownType, b.Type)}
 	}
-	p, err := s.Decode(data)
+	p, err := s.decode(b)
 	if err != nil {
 		var reasoned deadletter.Reasoned
 		if !errors.As(err, &reasoned) {
@@ -38,7 +40,7 @@ func (r *Registry) Decode(typ string, data []byte) (any, error) {
 	return p, nil
 }
 
-// DecodeBundle decodes b's raw data into its payload, unless that was done
+// DecodeBundle decodes b into its payload, unless that was done
 // before (bundle.Bundle.Decode): what a worker does when it takes a job,
 // so that a bundle whose data does not decode is dead-lettered on its own,
 // and a retried job does not decode again. Its error is Decode's.

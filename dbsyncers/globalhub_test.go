@@ -186,7 +186,7 @@ func ghWrite(t *testing.T, pool *pgxpool.Pool, hub, typ string, v bundle.Version
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := reg.Decode(typ, data)
+	p, err := reg.Decode(&bundle.Bundle{Type: typ, Raw: data})
 	if err != nil {
 		t.Fatalf("decode %s: %v", typ, err)
 	}

@@ -29,7 +29,19 @@ type Syncer struct {
 	// merges it, not when it is read: most bundles are replaced unread.
 	// An error means the bundle can never be applied (a dead letter,
 	// bad_payload unless the error carries another reason).
+	//
+	// A type has Decode or DecodeBundle, exactly one. Decode is for the
+	// types whose data is all they carry (STB's own format, the
+	// global-hub agent's): it is handed bundle.Bundle.Raw, and stays a
+	// function of bytes that fuzz tests, benchmarks and the simulator
+	// call as such.
 	Decode func(data []byte) (any, error)
+	// DecodeBundle is Decode for the types of a family that keeps what
+	// its event says besides the data in bundle.Bundle.Attrs (work,
+	// cne): it is handed the whole bundle, to read Raw and Attrs, and
+	// must not modify it. A bundle without the attributes it needs is a
+	// bad_payload.
+	DecodeBundle func(b *bundle.Bundle) (any, error)
 	// Plan says how to write the bundles of one hub, without writing:
 	// complete and stream bundles come one at a time, deltas as one
 	// ordered group. Registry.Apply runs the plan; Registry.Write sends
@@ -41,6 +53,14 @@ type Syncer struct {
 	// a hub's many waiting deltas as one (conflation.MergeFunc). It must
 	// not modify newer, and the result must be a payload Plan takes.
 	Merge func(older, newer any) any
+}
+
+// decode decodes b with the syncer's decoder, whichever it has.
+func (s *Syncer) decode(b *bundle.Bundle) (any, error) {
+	if s.DecodeBundle != nil {
+		return s.DecodeBundle(b)
+	}
+	return s.Decode(b.Raw)
 }
 
 // write writes bundles with the syncer's plan.
@@ -92,8 +112,11 @@ func Default() *Registry {
 
 // Register adds s after the syncers already registered.
 func (r *Registry) Register(s Syncer) error {
-	if s.Name == "" || s.Decode == nil || s.Plan == nil {
+	if s.Name == "" || s.Decode == nil && s.DecodeBundle == nil || s.Plan == nil {
 		return fmt.Errorf("syncer %q: name, decoder and plan are required", s.Name)
+	}
+	if s.Decode != nil && s.DecodeBundle != nil {
+		return fmt.Errorf("syncer %q: Decode and DecodeBundle are both set; a type has one decoder", s.Name)
 	}
 	if s.Merge != nil && s.Kind != bundle.Delta {
 		return fmt.Errorf("syncer %q: only delta types merge, this one is %v", s.Name, s.Kind)

@@ -22,6 +22,10 @@ func TestNewRegistry(t *testing.T) {
 	noPlan.Plan = nil
 	noDecoder := fakeSyncer("c", bundle.NoDependency, "")
 	noDecoder.Decode = nil
+	bundleDecoder := fakeSyncer("c", bundle.NoDependency, "")
+	bundleDecoder.Decode, bundleDecoder.DecodeBundle = nil, func(*bundle.Bundle) (any, error) { return nil, nil }
+	twoDecoders := fakeSyncer("c", bundle.NoDependency, "")
+	twoDecoders.DecodeBundle = bundleDecoder.DecodeBundle
 	tests := []struct {
 		name    string
 		syncers []Syncer
@@ -45,6 +49,8 @@ func TestNewRegistry(t *testing.T) {
 		}, true, nil},
 		{"missing plan", []Syncer{noPlan}, true, nil},
 		{"missing decoder", []Syncer{noDecoder}, true, nil},
+		{"a decoder of bundles", []Syncer{bundleDecoder}, false, nil},
+		{"two decoders", []Syncer{twoDecoders}, true, nil},
 		{"missing name", []Syncer{fakeSyncer("", bundle.NoDependency, "")}, true, nil},
 	}
 	for _, tt := range tests {

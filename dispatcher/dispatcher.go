@@ -28,8 +28,8 @@ import (
 // round trip in all, and dbsyncers.ErrStale says that a job of the batch
 // was stale and nothing was written.
 //
-// Bundles come to the dispatcher raw (bundle.Bundle.Raw): the reader
-// decodes no payload, since most bundles are replaced before they are
+// Bundles come to the dispatcher raw (bundle.Bundle.Raw, and a family's
+// Attrs beside it): the reader decodes no payload, since most bundles are replaced before they are
 // written. A worker decodes a job's bundles with DecodeBundle when it
 // takes the job, so that a bundle whose data does not decode is
 // dead-lettered on its own (its error carries the reason, bad_payload or
@@ -48,18 +48,21 @@ type DeadLetters interface {
 }
 
 // EventLetters is what a status family (transport.Family) offers whose
-// bundles' Raw is not the data of the event they were read from:
-// dbsyncers/work and dbsyncers/cne put the event's attributes in a line
-// before the data. A worker's dead letter keeps a bundle's Raw as the
-// event's data (deadletter.Bundles); with these, it stores the event
-// itself, so that a replay from the stored copy reads it through the
-// family as the reader did, where it handed the family the line and the
-// data as data (bad_payload).
+// bundles keep what their event says besides its data in
+// bundle.Bundle.Attrs (dbsyncers/work and dbsyncers/cne: its attributes
+// and extensions, checked). A worker's dead letter keeps a bundle's Raw
+// as the event's data and the message's headers as read
+// (deadletter.Bundles), which of an event read in structured mode hold no
+// attributes; with these, it stores the event itself, so that a replay
+// from the stored copy reads it through the family as the reader did, in
+// either mode. (These families' Raw used to carry the attributes in a
+// line before the data, which a replay handed the family as data:
+// bad_payload.)
 type EventLetters interface {
-	// EventOf returns the event b was read from, rebuilt from its Raw: the
-	// CloudEvents attributes as binary-mode Kafka headers (ce_*,
-	// content-type) and the data. ok is false for a bundle that is not
-	// the family's.
+	// EventOf returns the event b was read from, rebuilt from its Attrs
+	// and Raw: the CloudEvents attributes as binary-mode Kafka headers
+	// (ce_*, content-type) and the data. ok is false for a bundle that is
+	// not the family's, or has no attributes of it.
 	EventOf(b *bundle.Bundle) (headers map[string]string, data []byte, ok bool)
 }
 
@@ -171,9 +174,9 @@ type Deps struct {
 	Logger      *zap.Logger
 	// Registerer receives the dispatcher's metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Events are the status families whose bundles' Raw is not their
-	// event's data, for the dead letters of their bundles; see
-	// EventLetters.
+	// Events are the status families whose bundles keep their event's
+	// attributes beside the data (bundle.Bundle.Attrs), for the dead
+	// letters of their bundles; see EventLetters.
 	Events []EventLetters
 }
 
@@ -609,10 +612,10 @@ func (d *Dispatcher) deadLetter(ctx context.Context, job *conflation.Job, reason
 }
 
 // letters returns the dead letters of bundles (deadletter.Bundles), each
-// holding the event it was read from: for a bundle of a family whose Raw
-// is not the event's data (EventLetters), the event's data, and, when it
-// was read in structured mode (its headers hold no attributes), the
-// attributes as binary-mode headers. A letter of a bundle read in binary
+// holding the event it was read from: for a bundle of a family that keeps
+// its event's attributes beside the data (EventLetters), the event's
+// data, and, when it was read in structured mode (its headers hold no
+// attributes), the attributes as binary-mode headers. A letter of a bundle read in binary
 // mode keeps its headers as read: with the data, the message itself.
 func (d *Dispatcher) letters(bs []*bundle.Bundle, reason deadletter.Reason, cause error) []deadletter.Letter {
 	out := deadletter.Bundles(bs, reason, cause)

@@ -24,6 +24,7 @@
 // An event is checked when it is read (Family.Bundle), so a bad one is one
 // dead letter with its reason, and its node is known; its values are
 // decoded, as STB's own bundles are, only when it is about to be written
-// or merged. Its event's type, time and Kafka position, which the data
-// alone does not hold, travel in a header line before the data in Raw.
+// or merged. Its event's type, id, source, time and Kafka position, which
+// the data alone does not hold, travel beside the data, in the bundle's
+// Attrs (a *Context), which the decoder is handed with the bundle.
 package cne

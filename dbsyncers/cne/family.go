@@ -1,16 +1,12 @@
 package cne
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/stbridge/stb/pkg/bundle"
-	"github.com/stbridge/stb/pkg/jsonscan"
 	"github.com/stbridge/stb/pkg/transport"
 )
 
@@ -75,15 +71,16 @@ func (Family) Owns(typ string) bool { return strings.HasPrefix(typ, TypePrefix) 
 
 // Bundle checks the event's values (Parse: a bad event is a dead letter
 // when read, with its reason) and makes a bundle of the node they name,
-// not decoded: Raw is the data after a line of the event's attributes and
-// Kafka position (encodeRaw), which the syncer's decoder reads when the
-// bundle is about to be written or merged. Held bundles so cost what
-// memory accounting counts (Size, the length of Raw): decoded values take
-// four to five times the data's bytes.
+// not decoded: Raw is the event's data as it came and Attrs its Context
+// (type, id, source, time and Kafka position, which the data alone does
+// not hold), which the syncer's decoder reads when the bundle is about to
+// be written or merged. Held bundles so cost what memory accounting
+// counts (Size, the length of Raw, and Held, which counts the Context
+// too): decoded values take four to five times the data's bytes.
 func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
-	ctx := Context{Type: ev.Type(), ID: ev.ID(), Source: ev.Source(), Time: ev.Time(), Origin: ev.Origin}
+	ctx := &Context{Type: ev.Type(), ID: ev.ID(), Source: ev.Source(), Time: ev.Time(), Origin: ev.Origin}
 	data := ev.Data()
-	_, node, err := Parse(ctx, data)
+	_, node, err := Parse(*ctx, data)
 	if err != nil {
 		if node != "" {
 			// The dead letter is filed under the node, where its page
@@ -92,110 +89,56 @@ func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 		}
 		return nil, err
 	}
-	raw, err := encodeRaw(ctx, data)
-	if err != nil {
-		return nil, errPayload(err)
+	// Held is what the Context keeps, to which the reader adds the
+	// data's, the message's and the bundle's own (transport.Mapper).
+	return &bundle.Bundle{Hub: node, Type: BundleType, Raw: data, Attrs: ctx, Held: ctx.heldBytes(), EventTime: ev.Time()}, nil
+}
+
+// heldBytes is what ctx keeps in memory beside the bundle it is the Attrs
+// of (bundle.Bundle.Held): the struct and its strings' bytes, but the
+// topic's, which is the bundle's Origin's. The event's Kafka headers,
+// which hold the same values again in binary mode, the reader counts with
+// the message.
+func (ctx *Context) heldBytes() int {
+	return int(unsafe.Sizeof(*ctx)) + len(ctx.Type) + len(ctx.ID) + len(ctx.Source)
+}
+
+// contextOf returns the Context Family.Bundle kept in b, or a bad_payload:
+// a cne.event bundle some other code built, without it, has values of no
+// known type, time or position.
+func contextOf(b *bundle.Bundle) (*Context, error) {
+	ctx, ok := b.Attrs.(*Context)
+	if !ok || ctx == nil {
+		return nil, errPayload(fmt.Errorf("cne.event bundle of node %q has attributes %T, want the Context Family.Bundle keeps", b.Hub, b.Attrs))
 	}
-	return &bundle.Bundle{Hub: node, Type: BundleType, Raw: raw, EventTime: ev.Time()}, nil
+	return ctx, nil
 }
 
 // EventOf returns the event a cne.event bundle was read from, rebuilt from
-// its Raw (dispatcher.EventLetters): the attributes the header line holds
-// as a binary-mode Kafka message's headers, and the data after it, as it
-// came. A worker's dead letter of the bundle so stores the event, which a
-// replay reads through Family.Bundle as the reader did. (Bundle used to
-// sniff its data for a header line instead, in binary mode only: a letter
-// of an event read in structured mode kept no attributes at all.) ok is
-// false for another type or bytes that are not encodeRaw's.
+// its Attrs and Raw (dispatcher.EventLetters): the attributes as a
+// binary-mode Kafka message's headers, and the data as it came. A
+// worker's dead letter of the bundle so stores the event, which a replay
+// reads through Family.Bundle as the reader did, in either mode it was
+// read in. ok is false for another type or a bundle without the Context
+// Family.Bundle keeps.
 func (Family) EventOf(b *bundle.Bundle) (headers map[string]string, data []byte, ok bool) {
 	if b == nil || b.Type != BundleType {
 		return nil, nil, false
 	}
-	ctx, data, err := decodeRaw(b.Raw)
+	ctx, err := contextOf(b)
 	if err != nil || ctx.Type == "" {
 		return nil, nil, false
 	}
+	data = b.Raw
 	headers = map[string]string{
 		"ce_specversion": "1.0",
 		"ce_type":        ctx.Type,
 		"ce_id":          ctx.ID,
 		"ce_source":      ctx.Source,
-		"ce_time":        ctx.Time.Format(time.RFC3339Nano),
+		"ce_time":        ctx.Time.UTC().Format(time.RFC3339Nano),
 	}
 	if len(data) > 0 {
 		headers["content-type"] = "application/json"
 	}
 	return headers, data, true
-}
-
-// header is the line before the data in a bundle's Raw: what a value
-// needs of its event besides the data.
-type header struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	Source    string `json:"source"`
-	TimeNS    int64  `json:"timeNs"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-}
-
-// encodeRaw returns the header of ctx, a newline and data. JSON escapes
-// every newline inside a string, so the first newline ends the header.
-func encodeRaw(ctx Context, data []byte) ([]byte, error) {
-	h, err := json.Marshal(header{Type: ctx.Type, ID: ctx.ID, Source: ctx.Source, TimeNS: ctx.Time.UnixNano(),
-		Topic: ctx.Origin.Topic, Partition: ctx.Origin.Partition, Offset: ctx.Origin.Offset})
-	if err != nil {
-		return nil, err
-	}
-	raw := make([]byte, 0, len(h)+1+len(data))
-	return append(append(append(raw, h...), '\n'), data...), nil
-}
-
-// decodeRaw splits what encodeRaw made. The header is read with jsonscan:
-// encoding/json took half of a decode's time on it.
-func decodeRaw(raw []byte) (Context, []byte, error) {
-	line, data, ok := bytes.Cut(raw, []byte{'\n'})
-	if !ok {
-		return Context{}, nil, errors.New("no header line: not a bundle the cne family made")
-	}
-	var ctx Context
-	var ns int64
-	d := jsonscan.NewDecoder(line)
-	err := d.Object(func(name []byte) error {
-		var err error
-		str := func(dst *string) { *dst, _, err = d.String() }
-		num := func(bits int) (n int64) {
-			var raw []byte
-			if raw, err = d.Raw(); err == nil {
-				n, err = strconv.ParseInt(string(raw), 10, bits)
-			}
-			return n
-		}
-		switch string(name) {
-		case "type":
-			str(&ctx.Type)
-		case "id":
-			str(&ctx.ID)
-		case "source":
-			str(&ctx.Source)
-		case "topic":
-			str(&ctx.Origin.Topic)
-		case "timeNs":
-			ns = num(64)
-		case "partition":
-			ctx.Origin.Partition = int32(num(32))
-		case "offset":
-			ctx.Origin.Offset = num(64)
-		}
-		return err
-	})
-	if err == nil {
-		err = d.Done()
-	}
-	if err != nil {
-		return Context{}, nil, fmt.Errorf("header line: %w", err)
-	}
-	ctx.Time = time.Unix(0, ns).UTC()
-	return ctx, data, nil
 }

@@ -38,7 +38,7 @@ func FuzzBundle(f *testing.F) {
 			}
 			return
 		}
-		if err := b.Decode(func(string, []byte) (any, error) { return cne.Syncer().Decode(b.Raw) }); err != nil {
+		if err := b.Decode(cne.Syncer().DecodeBundle); err != nil {
 			t.Fatalf("checked when read, refused when decoded: %v", err)
 		}
 		p := b.Payload.(*cne.Payload)

@@ -67,24 +67,24 @@ func merge(older *Payload, vs []Value) *Payload {
 // (node, type) fence drop one. The fence that counts is per key.
 func Syncer() dbsyncers.Syncer {
 	return dbsyncers.Syncer{
-		TypeInfo: bundle.TypeInfo{Name: BundleType, Kind: bundle.Delta, Rule: bundle.NoDependency, TakesEqual: true},
-		Decode:   decode,
-		Plan:     plan,
-		Merge:    Merge,
+		TypeInfo:     bundle.TypeInfo{Name: BundleType, Kind: bundle.Delta, Rule: bundle.NoDependency, TakesEqual: true},
+		DecodeBundle: decode,
+		Plan:         plan,
+		Merge:        Merge,
 	}
 }
 
 // Syncers returns the family's syncers, for internal/profiles.
 func Syncers() []dbsyncers.Syncer { return []dbsyncers.Syncer{Syncer()} }
 
-// decode reads a bundle's Raw (Family.Bundle): its event's header line
-// and data, into the payload.
-func decode(raw []byte) (any, error) {
-	ctx, data, err := decodeRaw(raw)
+// decode reads a bundle Family.Bundle made, its event's Context (Attrs)
+// and data (Raw), into the payload.
+func decode(b *bundle.Bundle) (any, error) {
+	ctx, err := contextOf(b)
 	if err != nil {
-		return nil, errPayload(err)
+		return nil, err
 	}
-	values, _, err := Parse(ctx, data)
+	values, _, err := Parse(*ctx, b.Raw)
 	if err != nil {
 		return nil, err
 	}

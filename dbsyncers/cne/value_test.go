@@ -106,7 +106,7 @@ func TestBundleReadsUpstreamShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Hub != tc.node || b.Type != cne.BundleType || !strings.HasSuffix(string(b.Raw), "\n"+string(tc.data)) || !b.EventTime.Equal(t0) {
+			if b.Hub != tc.node || b.Type != cne.BundleType || string(b.Raw) != string(tc.data) || !b.EventTime.Equal(t0) {
 				t.Errorf("bundle hub %q type %q raw %s time %v", b.Hub, b.Type, b.Raw, b.EventTime)
 			}
 			if b.Payload != nil {
@@ -252,11 +252,12 @@ func TestDecimalText(t *testing.T) {
 	}
 }
 
-// A bundle's Raw is the event's header line and its data; what else a
-// decoder is handed (a bundle some other code built) is a bad_payload.
+// A bundle's Raw is the event's data and its Attrs the event's Context;
+// a bundle without them (some other code built it, or the data came with
+// the header line that used to carry the attributes) is a bad_payload.
 func TestDecodeNeedsHeader(t *testing.T) {
 	for _, raw := range []string{string(ptpState("n1", "LOCKED", 1)), "{\"type\":3}\n{}", "\n{}"} {
-		_, err := cne.Syncer().Decode([]byte(raw))
+		_, err := cne.Syncer().DecodeBundle(&bundle.Bundle{Hub: "n1", Type: cne.BundleType, Raw: []byte(raw)})
 		var reasoned deadletter.Reasoned
 		if !errors.As(err, &reasoned) || reasoned.DeadLetterReason() != deadletter.BadPayload {
 			t.Errorf("decode %.30q: %v, want a bad_payload", raw, err)

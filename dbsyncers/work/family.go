@@ -118,11 +118,10 @@ func (Family) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 	}
 	h.Time = ev.Time()
 	h.Topic, h.Partition, h.Offset = ev.Origin.Topic, ev.Origin.Partition, ev.Origin.Offset
-	raw, err := encodeRaw(h, data)
-	if err != nil {
-		return &bundle.Bundle{Hub: h.Cluster}, &dbsyncers.PermanentError{Reason: deadletter.BadPayload, Err: err}
-	}
-	return &bundle.Bundle{Hub: h.Cluster, Type: BundleType, Raw: raw}, nil
+	// Raw is the data as it came, the attributes beside it (decode,
+	// EventOf); Held is what they keep, to which the reader adds the
+	// data's, the message's and the bundle's own (transport.Mapper).
+	return &bundle.Bundle{Hub: h.Cluster, Type: BundleType, Raw: data, Attrs: &h, Held: h.heldBytes()}, nil
 }
 
 // headerOf reads and checks the extensions of a status event.

@@ -1,13 +1,16 @@
 package work_test
 
 import (
+	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/stbridge/stb/dbsyncers/work"
+	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
 
@@ -214,4 +217,40 @@ func FuzzFamilyData(f *testing.F) {
 			t.Fatalf("read %q but cannot decode it: %v", data, err)
 		}
 	})
+}
+
+// TestRawIsTheEventsData: a work.status bundle's Raw is the event's data
+// exactly as it came, and the decoder reads the event's attributes from
+// the bundle beside it (bundle.Bundle.Attrs). Raw used to carry them in a
+// JSON line before the data, because the decoder was handed the bytes
+// alone: what a dead letter kept as the event's data was not the event's.
+func TestRawIsTheEventsData(t *testing.T) {
+	seq := work.SequenceID(baseTime, 4)
+	msg := message(t, statusEvent(t, agentStatus{cluster: "c1", source: "maestro", resourceID: "r1", generation: 2, seq: seq}), false, 0, 5)
+	b, rej := read(t, msg)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if string(b.Raw) != string(msg.Value) || b.Size != len(msg.Value) {
+		t.Errorf("Raw (size %d) %q\nwant the event's data %q", b.Size, b.Raw, msg.Value)
+	}
+	// The same bundle with another status's data decodes as this
+	// resource's status: the attributes are not in the data.
+	other := `{"conditions":[{"type":"Applied","status":"False"}],"resourceStatus":[]}`
+	c := *b
+	c.Raw = []byte(other)
+	if err := registry(t).DecodeBundle(&c); err != nil {
+		t.Fatalf("decode with another status's data: %v", err)
+	}
+	s := statusOf(t, &c)
+	if s.Cluster != "c1" || s.Source != "maestro" || s.ResourceID != "r1" || s.ResourceVersion != 2 ||
+		strconv.FormatInt(s.SequenceID, 10) != seq || s.Type != work.UpdateRequest || string(s.Status) != other {
+		t.Errorf("status %+v with data %s; want resource r1 of maestro, cluster c1, 2/%s, the other data", *s, s.Status, seq)
+	}
+	// The data without the attributes is no status: a bad_payload.
+	err := registry(t).DecodeBundle(&bundle.Bundle{Hub: "c1", Type: work.BundleType, Raw: msg.Value})
+	var reasoned deadletter.Reasoned
+	if !errors.As(err, &reasoned) || reasoned.DeadLetterReason() != deadletter.BadPayload {
+		t.Errorf("a bundle without its attributes: %v, want a bad_payload", err)
+	}
 }

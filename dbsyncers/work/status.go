@@ -10,64 +10,73 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/jsonscan"
 )
 
 // header is what a status event says beside its data: its attributes and
-// extensions, checked, and where it was read. Family.Bundle writes it as
-// one line of JSON before the data (encodeRaw), so that Decode, which sees
-// only the bundle's bytes, has them, and a dead letter of the bundle too.
+// extensions, checked, and where it was read. Family.Bundle keeps it in
+// the bundle's Attrs (as a *header) beside the data in Raw, for decode
+// and for a dead letter of the bundle (EventOf).
 type header struct {
-	Type       string `json:"type"`
-	ID         string `json:"id"`
-	Agent      string `json:"source"`         // the CloudEvents source: the agent
-	Source     string `json:"originalsource"` // the source the work belongs to
-	ResourceID string `json:"resourceid"`
-	Cluster    string `json:"clustername"`
+	Type       string
+	ID         string
+	Agent      string // the CloudEvents source: the agent
+	Source     string // originalsource: the source the work belongs to
+	ResourceID string
+	Cluster    string
 	// ResourceVersion and SequenceID are the fence; a delete without a
 	// sequence id has math.MaxInt64 (Family.Bundle).
-	ResourceVersion int64           `json:"resourceversion"`
-	SequenceID      int64           `json:"sequenceid,string"`
-	Deleted         bool            `json:"deleted,omitempty"`
-	StatusHash      string          `json:"statushash,omitempty"`
-	Metadata        json.RawMessage `json:"metadata,omitempty"`
-	Time            time.Time       `json:"time"`
-	Topic           string          `json:"topic"`
-	Partition       int32           `json:"partition"`
-	Offset          int64           `json:"offset"`
+	ResourceVersion int64
+	SequenceID      int64
+	Deleted         bool
+	StatusHash      string
+	Metadata        json.RawMessage
+	Time            time.Time
+	Topic           string
+	Partition       int32
+	Offset          int64
 }
 
-// encodeRaw returns a bundle's bytes: h as one line of JSON, a newline,
-// then the event's data as it came.
-func encodeRaw(h header, data []byte) ([]byte, error) {
-	line, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("encode header: %w", err)
+// heldBytes is what h keeps in memory beside the bundle it is the Attrs
+// of (bundle.Bundle.Held): the struct and the bytes of its strings, but
+// Cluster's, which is the bundle's Hub, and Topic's, which is its
+// Origin's. The event's Kafka headers, which hold the same values again
+// in binary mode, the reader counts with the message.
+func (h *header) heldBytes() int {
+	return int(unsafe.Sizeof(*h)) + len(h.Type) + len(h.ID) + len(h.Agent) + len(h.Source) +
+		len(h.ResourceID) + len(h.StatusHash) + len(h.Metadata)
+}
+
+// attrsOf returns the checked attributes Family.Bundle kept in b, or a
+// bad_payload: a work.status bundle some other code built, without them,
+// can be neither decoded nor told apart from another event.
+func attrsOf(b *bundle.Bundle) (*header, error) {
+	h, ok := b.Attrs.(*header)
+	if !ok || h == nil {
+		return nil, badPayload(fmt.Errorf("work.status bundle of cluster %q has attributes %T, want those Family.Bundle keeps", b.Hub, b.Attrs))
 	}
-	raw := make([]byte, 0, len(line)+1+len(data))
-	raw = append(append(append(raw, line...), '\n'), data...)
-	return raw, nil
+	return h, nil
 }
 
 // EventOf returns the event a work.status bundle was read from, rebuilt
-// from its Raw (dispatcher.EventLetters): the attributes and extensions
-// the header line holds, as a binary-mode Kafka message's headers, and
-// the data after it, as it came. A worker's dead letter of the bundle so
-// stores the event, which a replay reads through Family.Bundle as the
-// reader did; the bundle's Raw handed to Family.Bundle as an event's data
-// is a bad_payload. ok is false for another type or bytes that are not
-// encodeRaw's.
+// from its Attrs and Raw (dispatcher.EventLetters): the attributes and
+// extensions as a binary-mode Kafka message's headers, and the data as
+// it came. A worker's dead letter of the bundle so stores the event,
+// which a replay reads through Family.Bundle as the reader did, in
+// either mode it was read in. ok is false for another type or a bundle
+// without the attributes Family.Bundle keeps.
 func (Family) EventOf(b *bundle.Bundle) (headers map[string]string, data []byte, ok bool) {
 	if b == nil || b.Type != BundleType {
 		return nil, nil, false
 	}
-	line, data, found := bytes.Cut(b.Raw, []byte{'\n'})
-	var h header
-	if !found || json.Unmarshal(line, &h) != nil || h.Type == "" {
+	h, err := attrsOf(b)
+	if err != nil || h.Type == "" {
 		return nil, nil, false
 	}
+	data = b.Raw
 	headers = map[string]string{
 		"ce_specversion":           "1.0",
 		"ce_type":                  h.Type,
@@ -137,25 +146,23 @@ type Payload struct {
 	Statuses []*Status
 }
 
-// decode reads a bundle's bytes as encodeRaw wrote them.
-func decode(raw []byte) (any, error) {
-	line, data, ok := bytes.Cut(raw, []byte{'\n'})
-	if !ok {
-		return nil, badPayload(errors.New("work.status: no header line"))
+// decode reads a bundle Family.Bundle made: the status is its Attrs (the
+// event's checked attributes) and its Raw (the event's data, as it came).
+func decode(b *bundle.Bundle) (any, error) {
+	h, err := attrsOf(b)
+	if err != nil {
+		return nil, err
 	}
-	var s Status
-	if err := json.Unmarshal(line, &s.header); err != nil {
-		return nil, badPayload(fmt.Errorf("work.status: header: %w", err))
-	}
+	s := Status{header: *h}
 	if s.Source == "" || s.ResourceID == "" || s.Cluster == "" || s.SequenceID <= 0 || s.ResourceVersion < 0 {
-		return nil, badPayload(fmt.Errorf("work.status: header of resource %q of %q lacks its key, cluster or fence", s.ResourceID, s.Source))
+		return nil, badPayload(fmt.Errorf("work.status: attributes of resource %q of %q lack its key, cluster or fence", s.ResourceID, s.Source))
 	}
-	if len(bytes.TrimSpace(data)) > 0 {
-		// Not validated again: the bytes are Family.Bundle's, which
-		// scanned the data whole, and PostgreSQL parses it into jsonb.
-		// Checking it here too cost a third of the read path of a 20 KB
-		// status (BenchmarkReadStatus: 30% of the CPU in jsonscan.Valid).
-		s.Status = json.RawMessage(data)
+	if len(bytes.TrimSpace(b.Raw)) > 0 {
+		// Not validated again: Family.Bundle scanned the data whole,
+		// and PostgreSQL parses it into jsonb. Checking it here too
+		// cost a third of the read path of a 20 KB status
+		// (BenchmarkReadStatus: 30% of the CPU in jsonscan.Valid).
+		s.Status = json.RawMessage(b.Raw)
 	}
 	return &Payload{Statuses: []*Status{&s}}, nil
 }

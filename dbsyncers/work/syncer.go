@@ -18,10 +18,10 @@ import (
 // write compare.
 func Syncers() []dbsyncers.Syncer {
 	return []dbsyncers.Syncer{{
-		TypeInfo: bundle.TypeInfo{Name: BundleType, Kind: bundle.Delta, Rule: bundle.NoDependency, TakesEqual: true},
-		Decode:   decode,
-		Plan:     plan,
-		Merge:    merge,
+		TypeInfo:     bundle.TypeInfo{Name: BundleType, Kind: bundle.Delta, Rule: bundle.NoDependency, TakesEqual: true},
+		DecodeBundle: decode,
+		Plan:         plan,
+		Merge:        merge,
 	}}
 }
 

@@ -468,8 +468,9 @@ func (b *Bridge) newConsole(token string) *console.Console {
 	})
 }
 
-// eventLetters returns the families whose bundles' Raw is not their
-// event's data, for the workers' dead letters (dispatcher.EventLetters).
+// eventLetters returns the families whose bundles keep their event's
+// attributes beside the data (bundle.Bundle.Attrs), for the workers' dead
+// letters (dispatcher.EventLetters).
 func eventLetters(families []transport.Family) []dispatcher.EventLetters {
 	var out []dispatcher.EventLetters
 	for _, f := range families {

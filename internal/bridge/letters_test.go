@@ -9,9 +9,9 @@ import (
 	"github.com/stbridge/stb/pkg/transport"
 )
 
-// The families whose bundles' Raw is not their event's data (work, cne:
-// the Mappers; the global hub's Raw is its event's data) rebuild their
-// events for the workers' dead letters, so that a letter is replayable
+// The families whose bundles keep their event's attributes beside the
+// data, in Attrs (work, cne: the Mappers; the global hub's data is all its
+// bundles carry), rebuild their events for the workers' dead letters, so that a letter is replayable
 // from its stored copy (internal/replay
 // TestWriteTimeLettersReplayFromTheStoredCopy); the dispatcher gets them
 // all.

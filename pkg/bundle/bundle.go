@@ -71,6 +71,15 @@ type Bundle struct {
 	// written, so the bridge decodes a payload only when it is about to
 	// write it (or to merge it with other deltas), never when it reads it.
 	Raw []byte
+	// Attrs is what the bundle's family kept of its event besides the
+	// data (its attributes and extensions, checked), for the type's
+	// decoder, which is handed the bundle, and for the family's dead
+	// letters, which rebuild the event from Attrs and Raw. It is the
+	// family's own, of a type only the family knows; nil for bundles
+	// whose data is all they carry (STB's own format, the global-hub
+	// agent's). Like Raw, it is not modified once the bundle is built,
+	// and a bundle built from others (merged deltas) has none.
+	Attrs any
 	// Payload is the decoded data, of the type the bundle type's decoder
 	// returns: nil until Decode, or set by whoever built the bundle (a
 	// merge of deltas, a test), which then counts as decoded. Size is the
@@ -80,8 +89,10 @@ type Bundle struct {
 	// Held is what the bundle keeps in memory while it is buffered, the
 	// figure --max-buffered-bytes counts (HeldBytes): its raw data and,
 	// for a bundle read from Kafka, the message's key and headers (as
-	// the client made them) and the bundle's own structures, which on
-	// small messages weigh more than the data. 0 counts Size alone.
+	// the client made them), the bundle's own structures, which on
+	// small messages weigh more than the data, and what its family keeps
+	// in Attrs (the family counts that, the reader the rest:
+	// transport.Mapper). 0 counts Size alone.
 	Held int
 
 	// RunID is the CloudEvents id of the event that started the sender's
@@ -131,11 +142,14 @@ type Message interface {
 	Letter() (key []byte, headers map[string]string)
 }
 
-// DecodeFunc decodes the raw data of a bundle of type typ into its
-// payload; dbsyncers.Registry.Decode is the bridge's.
-type DecodeFunc = func(typ string, data []byte) (any, error)
+// DecodeFunc decodes a bundle into the payload of its type: from its Raw
+// and, for a family's bundle, its Attrs. It is handed the bundle itself,
+// not its bytes alone, so that what an event says besides its data
+// travels beside Raw, not inside it. It must not modify the bundle (Decode
+// sets the payload). dbsyncers.Registry.Decode is the bridge's.
+type DecodeFunc = func(b *Bundle) (any, error)
 
-// Decode decodes Raw into Payload with decode, the first time it is
+// Decode decodes b into Payload with decode, the first time it is
 // called, and returns decode's error; later calls return that error again
 // without decoding, so that a job retried after a failed write, or deltas
 // merged and then written, decode their data once. A bundle whose Payload
@@ -145,7 +159,7 @@ func (b *Bundle) Decode(decode DecodeFunc) error {
 	if b.decoded || b.Payload != nil {
 		return b.decodeErr
 	}
-	b.Payload, b.decodeErr = decode(b.Type, b.Raw)
+	b.Payload, b.decodeErr = decode(b)
 	if b.decodeErr != nil {
 		b.Payload = nil
 	}

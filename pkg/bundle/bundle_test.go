@@ -7,16 +7,20 @@ import (
 
 // TestDecodeOnce: a bundle is decoded the first time it is asked, and
 // keeps what that gave, payload or error; one built with its payload is
-// never decoded.
+// never decoded. The decoder is handed the bundle: its Attrs too.
 func TestDecodeOnce(t *testing.T) {
 	calls := 0
 	bad := errors.New("bad data")
-	decode := func(typ string, data []byte) (any, error) {
+	decode := func(b *Bundle) (any, error) {
 		calls++
-		if string(data) == "bad" {
+		if string(b.Raw) == "bad" {
 			return "partial", bad
 		}
-		return typ + ":" + string(data), nil
+		out := b.Type + ":" + string(b.Raw)
+		if a, ok := b.Attrs.(string); ok {
+			out += "+" + a
+		}
+		return out, nil
 	}
 	for _, tc := range []struct {
 		name    string
@@ -28,6 +32,7 @@ func TestDecodeOnce(t *testing.T) {
 		{"good", Bundle{Type: "t", Raw: []byte("x")}, "t:x", nil, 1},
 		{"bad", Bundle{Type: "t", Raw: []byte("bad")}, nil, bad, 1},
 		{"no data", Bundle{Type: "t"}, "t:", nil, 1},
+		{"with its family's attributes", Bundle{Type: "t", Raw: []byte("x"), Attrs: "a"}, "t:x+a", nil, 1},
 		{"built with its payload", Bundle{Type: "t", Raw: []byte("x"), Payload: "given"}, "given", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,11 +33,13 @@ type Decoder interface {
 	// Known reports whether typ, the short type such as "heartbeat", is a
 	// bundle type the bridge handles.
 	Known(typ string) bool
-	// Decode returns an error wrapping bundle.ErrUnknownType for a type
-	// it does not know (an unknown_type reject); any other error makes
-	// the message a bad_payload reject, or a reject with the reason the
-	// error carries (deadletter.Reasoned).
-	Decode(typ string, data []byte) (payload any, err error)
+	// Decode returns the payload of b, a bundle the reader built (its
+	// Type, its Raw, and its family's Attrs if any), leaving b as it is
+	// (bundle.DecodeFunc); an error wrapping bundle.ErrUnknownType for a
+	// type it does not know (an unknown_type reject); any other error
+	// makes the message a bad_payload reject, or a reject with the
+	// reason the error carries (deadletter.Reasoned).
+	Decode(b *bundle.Bundle) (payload any, err error)
 }
 
 // DependencyChecker is optionally implemented by a Decoder: a type it
@@ -154,19 +156,20 @@ func header(msg *kafka.Message, key string) (string, bool) {
 	return "", false
 }
 
-// Decoders is a Decoder from a map of short type to decode function.
+// Decoders is a Decoder from a map of short type to decode function, for
+// types whose data is all they carry (dbsyncers.Syncer.Decode).
 type Decoders map[string]func(data []byte) (any, error)
 
 // Known reports whether typ has a decode function.
 func (d Decoders) Known(typ string) bool { _, ok := d[typ]; return ok }
 
-// Decode runs typ's decode function.
-func (d Decoders) Decode(typ string, data []byte) (any, error) {
-	fn, ok := d[typ]
+// Decode runs the decode function of b's type on b's Raw.
+func (d Decoders) Decode(b *bundle.Bundle) (any, error) {
+	fn, ok := d[b.Type]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", bundle.ErrUnknownType, typ)
+		return nil, fmt.Errorf("%w: %q", bundle.ErrUnknownType, b.Type)
 	}
-	return fn(data)
+	return fn(b.Raw)
 }
 
 // Rules say what Decode accepts. The Reader builds them from its Config.

@@ -44,7 +44,7 @@ func TestDecode(t *testing.T) {
 				checkBundle(t, b, msg, hub, wantOrigin, received)
 				// Its data is decoded when it is written, and refused
 				// then if it is bad.
-				if _, err := testDecoders().Decode(b.Type, b.Raw); (err != nil) != tc.badData {
+				if _, err := testDecoders().Decode(b); (err != nil) != tc.badData {
 					t.Errorf("data decodes with error %v; want an error: %v", err, tc.badData)
 				}
 				return
@@ -237,9 +237,9 @@ type countingDecoder struct {
 	decoded *int
 }
 
-func (d countingDecoder) Decode(typ string, data []byte) (any, error) {
+func (d countingDecoder) Decode(b *bundle.Bundle) (any, error) {
 	*d.decoded++
-	return d.testDecoder.Decode(typ, data)
+	return d.testDecoder.Decode(b)
 }
 
 // TestDecodeLeavesDataRaw: the reader checks what the fence and the

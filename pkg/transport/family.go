@@ -55,9 +55,14 @@ type Family interface {
 type Mapper interface {
 	Family
 	// Bundle makes a bundle of ev: Hub, Type, Version (and Dependency if
-	// the type has one) and Raw, the data the type's decoder will read.
-	// The reader fills in Size, Origin, Message, ReceivedAt, and EventTime
-	// when the family leaves it zero. An error is a reject: ErrSkip (or
+	// the type has one) and Raw, the data the type's decoder will read;
+	// for a family whose decoder needs more of the event than its data,
+	// Attrs, what it keeps of the rest, and Held, what Attrs keep in
+	// memory beyond the bundle's own structure. The reader fills in
+	// Size, Origin, Message, ReceivedAt, and EventTime when the family
+	// leaves it zero, and adds to Held what it counts of every bundle
+	// (Raw, the message's key and headers, the bundle's structures:
+	// heldBytes). An error is a reject: ErrSkip (or
 	// one wrapping it) for an event the family knows but does not store,
 	// counted and skipped; otherwise a dead letter with the reason the
 	// error carries (deadletter.Reasoned, such as dbsyncers.PermanentError),
@@ -228,7 +233,8 @@ func decodeFamily(f Mapper, msg *kafka.Message, ev *event.Event, rules Rules, re
 		r.Hub, r.Type = b.Hub, ev.Type()
 		return nil, r
 	}
-	b.Size, b.Held = len(b.Raw), heldBytes(msg, len(b.Raw))
+	// Held so far is the family's count of its Attrs (Mapper.Bundle).
+	b.Size, b.Held = len(b.Raw), b.Held+heldBytes(msg, len(b.Raw))
 	b.Origin, b.ReceivedAt, b.Message = origin, receivedAt, keepMessage(msg)
 	if b.EventTime.IsZero() {
 		b.EventTime = ev.Time()

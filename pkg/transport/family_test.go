@@ -19,8 +19,14 @@ import (
 // toyFamily owns the types under "org.example.toy.": "….status" becomes a
 // "heartbeat" bundle of the hub named by the "cluster" extension, "….ping"
 // is skipped, "….broken" fails with the reason its "reason" extension
-// names, and "….stray" makes a bundle of a type no syncer writes.
+// names, and "….stray" makes a bundle of a type no syncer writes. A
+// status with an "attrs" extension keeps it in the bundle's Attrs, which
+// it counts as toyAttrsHeld bytes.
 type toyFamily struct{ seen []*transport.Event }
+
+// toyAttrsHeld is what toyFamily counts for the Attrs it keeps: more than
+// the reader counts for any message of these tests.
+const toyAttrsHeld = 1 << 20
 
 const toyPrefix = "org.example.toy."
 
@@ -40,7 +46,11 @@ func (f *toyFamily) Bundle(ev *transport.Event) (*bundle.Bundle, error) {
 		return &bundle.Bundle{Hub: "h", Type: "toy.stray", Raw: ev.Data()}, nil
 	}
 	cluster, _ := ext["cluster"].(string)
-	return &bundle.Bundle{Hub: cluster, Type: "heartbeat", Raw: ev.Data()}, nil
+	b := &bundle.Bundle{Hub: cluster, Type: "heartbeat", Raw: ev.Data()}
+	if a, ok := ext["attrs"].(string); ok {
+		b.Attrs, b.Held = a, toyAttrsHeld
+	}
+	return b, nil
 }
 
 type reasoned struct{ r deadletter.Reason }
@@ -104,6 +114,18 @@ func TestFamilyDecode(t *testing.T) {
 					t.Errorf("the family saw %d events, the last %+v; want one from %v at the broker's time", len(f.seen), f.seen, want)
 				}
 
+				if b.Attrs != nil || b.Held <= b.Size || b.Held >= toyAttrsHeld {
+					t.Errorf("status: attrs %v, held %d; want none, and the reader's count of the data and message", b.Attrs, b.Held)
+				}
+				// What the family keeps beside the data is the bundle's,
+				// and counted: the reader adds its count to the family's.
+				kept, rej := decode(toyMessage(t, spec, toyPrefix+"status", structured, `{"objects":[]}`, map[string]string{"cluster": "c1", "attrs": "kept"}))
+				if rej != nil {
+					t.Fatalf("status with attrs: rejected: %v", rej)
+				}
+				if kept.Attrs != "kept" || kept.Held <= toyAttrsHeld+kept.Size {
+					t.Errorf("status with attrs: attrs %v, held %d; want the family's, held above its %d and the data's %d", kept.Attrs, kept.Held, toyAttrsHeld, kept.Size)
+				}
 				if _, rej := decode(toyMessage(t, spec, toyPrefix+"ping", structured, `{}`, nil)); rej == nil || !rej.Skipped || rej.Reason != "" {
 					t.Errorf("ping: %+v, want skipped without a reason", rej)
 				}

@@ -257,7 +257,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 	if !t.screened {
 		return b, nil
 	}
-	payload, err := rules.Decoder.Decode(bundleType, data)
+	payload, err := rules.Decoder.Decode(b)
 	if err != nil {
 		return reject(payloadReason(err), err)
 	}
