@@ -1,18 +1,20 @@
 package dbsyncers
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/bundle/globalhub"
 )
 
 // MigrationPayload is the decoded data of a managedclustermigration event
 // (pkg/bundle/migration's MigrationStatusBundle): what a hub reports of
 // one stage of a managed cluster migration. The migration id and stage
 // come as the extensions migrationid and migrationstage, which the
-// transport adds to the data as migrationId and stage (older agents sent
-// them there).
+// transport keeps in the bundle's Attrs (globalhub.MigrationAttrs), or,
+// from older agents, as the data's members migrationId and stage.
 type MigrationPayload struct {
 	MigrationID string `json:"migrationId"`
 	Stage       string `json:"stage"`
@@ -28,16 +30,26 @@ type MigrationPayload struct {
 // ResetMigrationStatus).
 func GlobalHubMigration() Syncer {
 	return Syncer{
-		TypeInfo: bundle.TypeInfo{Name: GHMigration, Kind: bundle.Stream},
-		Decode:   decodeMigration,
-		Plan:     planMigration,
+		TypeInfo:     bundle.TypeInfo{Name: GHMigration, Kind: bundle.Stream},
+		DecodeBundle: decodeMigration,
+		Plan:         planMigration,
 	}
 }
 
-func decodeMigration(data []byte) (any, error) {
+// decodeMigration decodes b's data, its Attrs (a
+// *globalhub.MigrationAttrs, or nil) taking the place of the data's
+// migrationId and stage where they hold a value.
+func decodeMigration(b *bundle.Bundle) (any, error) {
+	data := b.Raw
 	var p MigrationPayload
 	if err := strictObject(data, &p); err != nil {
 		return nil, badPayload(fmt.Errorf("%s: %w", GHMigration, err))
+	}
+	if a, ok := b.Attrs.(*globalhub.MigrationAttrs); ok && a != nil {
+		p.MigrationID = cmp.Or(a.ID, p.MigrationID)
+		p.Stage = cmp.Or(a.Stage, p.Stage)
+	} else if b.Attrs != nil {
+		return nil, badPayload(fmt.Errorf("%s: attributes %T, want the migration's", GHMigration, b.Attrs))
 	}
 	if !p.Resync && (p.MigrationID == "" || p.Stage == "") {
 		return nil, badPayload(fmt.Errorf("%s: no migration id or stage (extensions %s, %s)", GHMigration, "migrationid", "migrationstage"))
@@ -47,8 +59,8 @@ func decodeMigration(data []byte) (any, error) {
 			return nil, badPayload(fmt.Errorf("%s: %w", GHMigration, err))
 		}
 	}
-	// The payload column keeps the data as the agent sent it: the id and
-	// stage the transport added from the extensions are columns.
+	// The payload column keeps the rest of the data as the agent sent
+	// it: the id and stage are columns.
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil {
 		return nil, badPayload(fmt.Errorf("%s: %w", GHMigration, err))

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/bundle/globalhub"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/deadletter"
 )
@@ -159,7 +160,7 @@ func ghApply(t *testing.T, pool *pgxpool.Pool, hub, typ string, v bundle.Version
 	if !ok {
 		t.Fatalf("no syncer for %q", typ)
 	}
-	p, err := s.Decode(data)
+	p, err := s.decode(&bundle.Bundle{Type: typ, Raw: data})
 	if err != nil {
 		t.Fatalf("decode %s %s: %v", typ, data, err)
 	}
@@ -353,8 +354,38 @@ func TestGlobalHubMigrations(t *testing.T) {
 	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM stb.cluster_migrations WHERE hub = 'hub1'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("after a resync report: %d migrations, %v", n, err)
 	}
-	if _, err := GlobalHubMigration().Decode([]byte(`{"managedClusters":["c1"]}`)); err == nil {
+	if _, err := GlobalHubMigration().DecodeBundle(&bundle.Bundle{Raw: []byte(`{"managedClusters":["c1"]}`)}); err == nil {
 		t.Fatal("a migration report without id and stage was taken")
+	}
+}
+
+// TestGlobalHubMigrationAttrs: the agent sends a migration's id and stage
+// as the extensions migrationid and migrationstage (upstream:
+// pkg/bundle/migration), which the transport keeps in the bundle's Attrs,
+// not in its data: the decoder takes them from there, over members of the
+// data of the same name (older agents), and keeps the data as it came.
+func TestGlobalHubMigrationAttrs(t *testing.T) {
+	t.Parallel()
+	s := GlobalHubMigration()
+	data := []byte(`{"managedClusters":["c1"],"stage":"Old"}`)
+	p, err := s.DecodeBundle(&bundle.Bundle{Type: GHMigration, Raw: data, Attrs: &globalhub.MigrationAttrs{ID: "m1", Stage: "Validating"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.(*MigrationPayload)
+	if m.MigrationID != "m1" || m.Stage != "Validating" || string(m.Object) != `{"managedClusters":["c1"]}` {
+		t.Errorf("decoded id %q, stage %q, object %s; want m1, Validating (the extensions') and the rest of the data", m.MigrationID, m.Stage, m.Object)
+	}
+	if string(data) != `{"managedClusters":["c1"],"stage":"Old"}` {
+		t.Errorf("the decoder changed the bundle's data: %s", data)
+	}
+	p, err = s.DecodeBundle(&bundle.Bundle{Type: GHMigration, Raw: data, Attrs: &globalhub.MigrationAttrs{ID: "m1"}})
+	if err != nil || p.(*MigrationPayload).Stage != "Old" {
+		t.Errorf("without a stage extension: %v, %v; want the data's stage", p, err)
+	}
+	var r deadletter.Reasoned
+	if _, err := s.DecodeBundle(&bundle.Bundle{Type: GHMigration, Raw: data, Attrs: "m1"}); !errors.As(err, &r) || r.DeadLetterReason() != deadletter.BadPayload {
+		t.Errorf("attributes of another kind: %v, want a bad_payload", err)
 	}
 }
 
@@ -431,7 +462,7 @@ func TestGlobalHubDecode(t *testing.T) {
 		if !ok {
 			t.Fatalf("no syncer for %s", c.typ)
 		}
-		runDecodeCases(t, s.Decode, 1, func(int) decodeCase { return c.decodeCase }, func(t *testing.T, _ int, p any) {
+		runDecodeCases(t, s.decodeData, 1, func(int) decodeCase { return c.decodeCase }, func(t *testing.T, _ int, p any) {
 			if p == nil {
 				t.Fatal("nil payload")
 			}
@@ -511,7 +542,7 @@ func FuzzGlobalHubDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		s, _ := reg.Lookup(types[int(which)%len(types)].Name)
-		p, err := s.Decode(data)
+		p, err := s.decodeData(data)
 		if err != nil {
 			var r deadletter.Reasoned
 			if !errors.As(err, &r) {

@@ -255,3 +255,9 @@ func execPlan(ctx context.Context, db DB, plan func([]*bundle.Bundle) (Write, er
 	}
 	return w.Exec(ctx, db)
 }
+
+// decodeData decodes data as the Raw of a bundle of s's type, without
+// attributes, with whichever decoder s has.
+func (s *Syncer) decodeData(data []byte) (any, error) {
+	return s.decode(&bundle.Bundle{Type: s.Name, Raw: data})
+}

@@ -65,7 +65,7 @@ type Bundle struct {
 	HasDependency bool
 
 	// Raw is the event data as read (for the global-hub profile, its
-	// chunks joined and its migration attributes added), which Decode
+	// chunks joined), which Decode
 	// turns into Payload and a dead letter keeps. Most bundles are
 	// replaced by a newer one of their hub and type before they are
 	// written, so the bridge decodes a payload only when it is about to

@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -249,7 +247,7 @@ func (g *GlobalHub) decode(msg *kafka.Message, ev *eventAttrs, hub string, origi
 		}
 	}
 	if short == "managedclustermigration" {
-		if data, err = withMigrationAttrs(data, ev.migrationID, ev.migrationStage); err != nil {
+		if b.Attrs, err = migrationAttrs(ev.migrationID, ev.migrationStage); err != nil {
 			return reject(deadletter.BadPayload, err)
 		}
 	}
@@ -292,17 +290,15 @@ func StorableRunID(id string) string {
 	return strconv.QuoteToASCII(id)
 }
 
-// withMigrationAttrs adds the migration id and stage extensions to a
-// managedclustermigration event's data object as its last members
-// ("migrationId", "stage"), where the decoder reads them: the agent sends
-// them as extensions, and older agents in the data, which the extensions
-// override (upstream's manager reads the extension first).
-func withMigrationAttrs(data []byte, id, stage any) ([]byte, error) {
-	var add []string
+// migrationAttrs returns the migration id and stage extensions of a
+// managedclustermigration event, for the bundle's Attrs.
+func migrationAttrs(id, stage any) (*globalhub.MigrationAttrs, error) {
+	var a globalhub.MigrationAttrs
 	for _, kv := range []struct {
 		name string
 		v    any
-	}{{"migrationId", id}, {"stage", stage}} {
+		dst  *string
+	}{{ExtMigrationID, id, &a.ID}, {ExtMigrationStage, stage, &a.Stage}} {
 		if kv.v == nil {
 			continue
 		}
@@ -310,27 +306,9 @@ func withMigrationAttrs(data []byte, id, stage any) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kv.name, err)
 		}
-		quoted, err := json.Marshal(text)
-		if err != nil {
-			return nil, err
-		}
-		add = append(add, `"`+kv.name+`":`+string(quoted))
+		*kv.dst = text
 	}
-	if len(add) == 0 {
-		return data, nil
-	}
-	body := bytes.TrimRight(data, " \t\r\n")
-	if len(body) == 0 || body[len(body)-1] != '}' {
-		return nil, errors.New("managedclustermigration: the data is not a JSON object")
-	}
-	inner := bytes.TrimSpace(body[:len(body)-1])
-	out := make([]byte, 0, len(body)+64)
-	out = append(out, inner...)
-	if len(inner) > 1 { // more than "{"
-		out = append(out, ',')
-	}
-	out = append(out, strings.Join(add, ",")...)
-	return append(out, '}'), nil
+	return &a, nil
 }
 
 // parseAgentVersion parses the agent's "<generation>.<value>"; the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stbridge/stb/dbsyncers"
 	"github.com/stbridge/stb/pkg/bundle"
+	"github.com/stbridge/stb/pkg/bundle/globalhub"
 	"github.com/stbridge/stb/pkg/deadletter"
 	"github.com/stbridge/stb/pkg/transport"
 )
@@ -293,6 +294,20 @@ func TestGlobalHubDecode(t *testing.T) {
 			}
 			if b.Origin != (bundle.Origin{Topic: *msg.TopicPartition.Topic, Partition: 0, Offset: int64(10 + i)}) || !b.EventTime.Equal(ghTime) || b.Size != len(b.Raw) {
 				t.Fatalf("bundle %+v", b)
+			}
+			// The bundle's data is the event's as it came; what the event
+			// says beside it, the family keeps in Attrs (upstream's
+			// pkg/bundle/migration sends the migration's id and stage as
+			// extensions).
+			if !bytes.Equal(b.Raw, msg.Value) {
+				t.Fatalf("bundle data %s, want the event's %s", b.Raw, msg.Value)
+			}
+			if strings.HasSuffix(typ, "managedclustermigration") {
+				if a, ok := b.Attrs.(*globalhub.MigrationAttrs); !ok || *a != (globalhub.MigrationAttrs{ID: "0b2a6a55-6e8c-4e0f-b8b6-0d7b0ff4b5a1", Stage: "Validating"}) {
+					t.Fatalf("migration attributes %#v, want the extensions'", b.Attrs)
+				}
+			} else if b.Attrs != nil {
+				t.Fatalf("%s bundle with attributes %#v", b.Type, b.Attrs)
 			}
 			// Only a hub info is decoded when read (it may be one to
 			// ignore); the others keep their data for the worker.

@@ -94,3 +94,15 @@ func Types() []Type {
 // to send that the bridge does not store, as upstream's manager registers
 // no handler for them: counted and skipped, never dead letters.
 func Skipped() []string { return []string{"event.clustergroupupgrade"} }
+
+// MigrationAttrs are what a managedclustermigration event says of its
+// migration beside its data: its extensions migrationid and
+// migrationstage (upstream: pkg/bundle/migration, which the agent's
+// migration syncer sends). The transport keeps them in the bundle's
+// Attrs, a *MigrationAttrs; the decoder takes them over the members
+// "migrationId" and "stage" of the data, where older agents sent them, as
+// upstream's manager reads the extensions first. An empty field was not
+// sent.
+type MigrationAttrs struct {
+	ID, Stage string
+}
