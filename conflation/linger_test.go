@@ -8,19 +8,70 @@ import (
 	"github.com/stbridge/stb/pkg/bundle"
 )
 
-// lingerFixture is a manager whose partition 0 of topic "t" is behind its
-// end while behind is true.
+// lingerFixture is a manager whose partitions of topic "t" are behind
+// their end while behind is true; the end they report is far beyond any
+// offset the tests read, unless lingerEndFixture sets it.
 func lingerFixture(t *testing.T, maxBytes int64) (*fixture, *atomic.Bool) {
 	t.Helper()
+	f, behind, _ := lingerEndFixture(t, maxBytes)
+	return f, behind
+}
+
+// lingerEndFixture is lingerFixture with the end the partitions report
+// settable.
+func lingerEndFixture(t *testing.T, maxBytes int64) (*fixture, *atomic.Bool, *atomic.Int64) {
+	t.Helper()
 	f := newFixture(t)
-	behind := &atomic.Bool{}
+	behind, end := &atomic.Bool{}, &atomic.Int64{}
+	end.Store(1 << 40)
 	m, err := NewManager(Config{Types: policyTypes, Now: f.clock.Now, Linger: time.Second, LingerMaxBytes: maxBytes,
-		CatchingUp: func(o bundle.Origin) bool { return o.Topic == "t" && behind.Load() }})
+		CatchingUp: func(o bundle.Origin) (int64, bool) { return end.Load(), o.Topic == "t" && behind.Load() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.m = m
-	return f, behind
+	return f, behind, end
+}
+
+// TestReadToItsEndReleases: a unit lingers until the reader has read its
+// partition up to the end it had when the unit's newest bundle was read
+// (any newer bundle of the hub waiting then has been read by then), even
+// while the partition is still behind; a unit whose newer bundle was read
+// with a later end waits for that one.
+func TestReadToItsEndReleases(t *testing.T) {
+	f, behind, end := lingerEndFixture(t, 0)
+	behind.Store(true)
+	end.Store(10)
+	f.insert("hub1", "managedclusters", v(1, 1), nil) // offset 1, waits for 10
+	f.insert("hub2", "managedclusters", v(1, 1), nil) // offset 2, waits for 10
+	end.Store(20)
+	f.insert("hub2", "managedclusters", v(1, 2), nil) // offset 3: hub2 now waits for 20
+	for f.off < 8 {
+		f.insert("other", "heartbeat", v(1, uint64(f.off)), nil) // offsets 4..8
+	}
+	f.noneReady()
+	f.insert("other", "heartbeat", v(1, 100), nil) // offset 9: read up to 10
+	ready := map[string]bool{}
+	for f.m.queue.Len() > 0 {
+		ready[f.take().Unit.Hub] = true
+	}
+	if !ready["hub1"] || ready["hub2"] {
+		t.Fatalf("ready %v once the reader read up to 10, want hub1 and not hub2, which waits for 20", ready)
+	}
+	for f.off < 18 {
+		f.insert("more", "heartbeat", v(1, uint64(f.off)), nil)
+	}
+	f.noneReady()
+	f.insert("more", "heartbeat", v(1, 100), nil) // offset 19: read up to 20
+	var hub2 *Job
+	for f.m.queue.Len() > 0 {
+		if j := f.take(); j.Unit.Hub == "hub2" {
+			hub2 = j
+		}
+	}
+	if hub2 == nil || hub2.Last().Version != v(1, 2) {
+		t.Fatalf("hub2's job once the reader read up to 20: %v, want one of its newest", hub2)
+	}
 }
 
 // TestCatchUpWritesEachHubOnce: while the partition is behind, a hub's

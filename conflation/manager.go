@@ -73,9 +73,11 @@ type Config struct {
 	// CatchingUp, never lingers; with NoConflation nothing lingers.
 	Linger time.Duration
 	// CatchingUp reports whether the partition a bundle was read from is
-	// still far behind its end (the transport reader's Behind). It is
-	// called once per Insert, without locks held, and must be cheap.
-	CatchingUp func(o bundle.Origin) bool
+	// still far behind its end (the transport reader's Behind), and that
+	// end: the offset after the last message the partition held when the
+	// bundle was read. It is called once per Insert, without locks held,
+	// and must be cheap.
+	CatchingUp func(o bundle.Origin) (end int64, behind bool)
 	// LingerMaxBytes bounds lingering by memory: with more bytes held
 	// (HeldBytes) no unit starts to linger and every lingering one is
 	// released, so that lingering never holds the reader at its
@@ -217,12 +219,12 @@ func (m *Manager) HeldBytes() int64 { return m.held.Load() }
 // With Linger, a bundle of a partition far behind its end makes its unit
 // wait before it becomes ready (linger.go).
 func (m *Manager) Insert(b *bundle.Bundle) {
-	linger, caughtUp, over := m.lingers(b.Origin)
+	linger, end, caughtUp, over := m.lingers(b.Origin)
 	for {
 		u := m.unit(b.Hub)
-		ready, retired, started := u.insert(b, linger)
-		if started {
-			m.linger.add(partitionKey{b.Origin.Topic, b.Origin.Partition}, u)
+		ready, retired, waits := u.insert(b, linger, end)
+		if waits {
+			m.linger.add(partitionKey{b.Origin.Topic, b.Origin.Partition}, u, end)
 		}
 		if m.settle(u, ready, retired) {
 			break

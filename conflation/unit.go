@@ -71,6 +71,10 @@ type Unit struct {
 	// lingerUntil, when set, is when the unit's linger ends: until then it
 	// is not ready, whatever it holds (Config.Linger, linger.go).
 	lingerUntil time.Time
+	// lingerEnd is the offset of its partition that the reader must read
+	// up to for the linger to end early: the partition's end when the
+	// newest lingering bundle was read.
+	lingerEnd int64
 	// retired is set once the unit leaves the manager's index: evicted
 	// (its versions live on as the hub's dormant ones) or forgotten (the
 	// hub was deleted or reset). A retired unit takes nothing more; who
@@ -91,32 +95,37 @@ const (
 // the ready queue (Manager.Insert does). A retired unit takes nothing and
 // returns retired == true: the caller looks the hub's unit up again.
 func (u *Unit) Insert(b *bundle.Bundle) (ready, retired bool) {
-	ready, retired, _ = u.insert(b, false)
+	ready, retired, _ = u.insert(b, false, 0)
 	return ready, retired
 }
 
 // insert is Insert; with linger, a unit that does not linger yet starts
-// to (started), and without, a lingering unit stops: its partition caught
-// up, or lingering is off for want of memory.
-func (u *Unit) insert(b *bundle.Bundle, linger bool) (ready, retired, started bool) {
+// to, until Config.Linger from now or until the reader reads its
+// partition up to end, and a lingering one waits for end if that is
+// later (waits: the caller records it in the linger set); without, a
+// lingering unit stops: its partition caught up, or lingering is off for
+// want of memory.
+func (u *Unit) insert(b *bundle.Bundle, linger bool, end int64) (ready, retired, waits bool) {
 	var rel releaser
 	u.mu.Lock()
 	if u.retired != live {
 		u.mu.Unlock()
 		return false, true, false
 	}
-	if linger {
-		if u.lingerUntil.IsZero() {
-			u.lingerUntil = u.m.cfg.Now().Add(u.m.cfg.Linger)
-			started = true
-		}
-	} else {
-		u.lingerUntil = time.Time{}
+	switch {
+	case !linger:
+		u.lingerUntil, u.lingerEnd = time.Time{}, 0
+	case u.lingerUntil.IsZero():
+		u.lingerUntil, u.lingerEnd = u.m.cfg.Now().Add(u.m.cfg.Linger), end
+		waits = true
+	case end > u.lingerEnd:
+		u.lingerEnd = end
+		waits = true
 	}
 	ready = u.insertLocked(b, &rel)
 	u.mu.Unlock()
 	rel.run(u.m)
-	return ready, false, started
+	return ready, false, waits
 }
 
 func (u *Unit) insertLocked(b *bundle.Bundle, rel *releaser) bool {
@@ -262,7 +271,7 @@ func (u *Unit) becomeReadyLocked() bool {
 		if now.Before(u.lingerUntil) {
 			return false
 		}
-		u.lingerUntil = time.Time{}
+		u.lingerUntil, u.lingerEnd = time.Time{}, 0
 	}
 	for i := range u.slots {
 		if u.readyLocked(i, now) || u.expiredLocked(i, now) {

@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Bridge, err error) {
 	mcfg.OnEvict, mcfg.OnResync, mcfg.Registerer = b.evicted, onResync, b.registry
 	// Lingering: only while the reader is far behind a partition's end,
 	// and within half the buffer, so it never holds the reader paused.
-	mcfg.CatchingUp = func(o bundle.Origin) bool { return b.reader.Behind(o) }
+	mcfg.CatchingUp = func(o bundle.Origin) (int64, bool) { return b.reader.Behind(o) }
 	mcfg.LingerMaxBytes = cfg.Reader.MaxBufferedBytes / 2
 	if b.manager, err = conflation.NewManager(mcfg); err != nil {
 		return nil, err

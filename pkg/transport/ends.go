@@ -82,15 +82,18 @@ func (r *Reader) observeEnd(k partitionKey, offset int64) {
 // Behind reports whether the partition a bundle was read from still held
 // at least FarBehind messages after it when it was read: the reader is
 // catching up there, and a newer bundle of the same hub is probably
-// already waiting in Kafka (conflation.Config.CatchingUp). It is safe to
-// call from any goroutine, and false for a partition the reader does not
+// already waiting in Kafka (conflation.Config.CatchingUp). end is the
+// partition's end as last read: once the reader has read up to it, any
+// newer bundle that was waiting then has been read. It is safe to call
+// from any goroutine, and not behind for a partition the reader does not
 // hold or whose end it has not read yet.
-func (r *Reader) Behind(o bundle.Origin) bool {
+func (r *Reader) Behind(o bundle.Origin) (end int64, behind bool) {
 	r.ends.mu.RLock()
 	pe := r.ends.m[partitionKey{o.Topic, o.Partition}]
 	r.ends.mu.RUnlock()
 	if pe == nil {
-		return false
+		return 0, false
 	}
-	return pe.high.Load()-(o.Offset+1) >= FarBehind
+	end = pe.high.Load()
+	return end, end-(o.Offset+1) >= FarBehind
 }
