@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/stbridge/stb/pkg/broker"
@@ -222,19 +223,5 @@ func TestPerHubTopicsSeriesBounded(t *testing.T) {
 
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if labelsMatch(m, labels) {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
+	return metricValue(t, reg, name, labels, -1, func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
 }
