@@ -24,9 +24,12 @@ import (
 //     not behind releases every unit lingering on it);
 //   - the held bytes pass Config.LingerMaxBytes (every lingering unit is
 //     released).
-// Live traffic (a partition at its end) never lingers. Lingering only
-// delays readiness: the bundles stay tracked, so the committed offset
-// never passes them.
+// Live traffic (a partition at its end) never lingers, and neither do a
+// lingering unit's streams (events): each of their bundles is written
+// anyway, so holding them would only fill the buffer and, past
+// LingerMaxBytes, end every unit's linger. Lingering only delays
+// readiness: the bundles stay tracked, so the committed offset never
+// passes them.
 
 // lingerSet is the units lingering on each partition, in the order of
 // the ends they wait for, so that the reader's progress releases them

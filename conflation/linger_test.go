@@ -202,3 +202,27 @@ func TestLingerBoundedByMemory(t *testing.T) {
 		t.Fatalf("ready %v, want both units once the held bytes passed LingerMaxBytes", ready)
 	}
 }
+
+// TestStreamsDoNotLinger: a lingering unit's events (a stream, every one
+// written) are ready at once, written in order without its states, which
+// keep lingering and being replaced; held, the events would only fill the
+// buffer, and past LingerMaxBytes end every unit's linger.
+func TestStreamsDoNotLinger(t *testing.T) {
+	f, behind := lingerFixture(t, 0)
+	behind.Store(true)
+	f.insert("hub1", "managedclusters", v(1, 1), nil)
+	f.noneReady()
+	e1 := f.insert("hub1", "policyevents", v(1, 1), nil)
+	j := f.take()
+	if j.Type != "policyevents" || len(j.Bundles) != 1 || j.Last() != e1 {
+		t.Fatalf("job %s of %d bundles, want the event alone", j.Type, len(j.Bundles))
+	}
+	mc := f.insert("hub1", "managedclusters", v(1, 2), nil) // replaces the first while the event is written
+	f.m.Report(j, Applied)
+	f.noneReady()
+	f.clock.Advance(time.Second)
+	f.m.WakeAll()
+	if j := f.take(); j.Type != "managedclusters" || j.Last() != mc {
+		t.Fatalf("after the linger: %s %v, want managedclusters' newest", j.Type, j.Last().Version)
+	}
+}

@@ -237,6 +237,12 @@ func (u *Unit) readyLocked(i int, now time.Time) bool {
 	if len(s.pending) == 0 || s.inflight != nil || now.Before(s.retryAt) {
 		return false
 	}
+	if s.info.Kind != bundle.Stream && now.Before(u.lingerUntil) {
+		// Lingering holds what a newer bundle may replace or a merge
+		// fold; a stream's bundles are each written anyway, so holding
+		// them would only fill the buffer (linger.go).
+		return false
+	}
 	return u.depSatisfiedLocked(i)
 }
 
@@ -267,10 +273,7 @@ func (u *Unit) becomeReadyLocked() bool {
 		return false
 	}
 	now := u.m.cfg.Now()
-	if !u.lingerUntil.IsZero() {
-		if now.Before(u.lingerUntil) {
-			return false
-		}
+	if !u.lingerUntil.IsZero() && !now.Before(u.lingerUntil) {
 		u.lingerUntil, u.lingerEnd = time.Time{}, 0
 	}
 	for i := range u.slots {

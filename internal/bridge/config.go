@@ -92,11 +92,13 @@ const (
 	DefaultMaxDeltaBytes     = 1 << 20
 	DefaultMaxBufferedBytes  = 512 << 20
 	DefaultDependencyTimeout = 5 * time.Minute
-	// DefaultLinger is how long a unit of a partition far behind its end
-	// holds what it takes before writing it (--linger): a catch-up of
-	// 1,000 hubs then writes each about once per type, and overload
-	// freshness, seconds already, grows by at most this much.
-	DefaultLinger          = time.Second
+	// DefaultLinger is the longest a unit of a partition far behind its
+	// end holds what it takes before writing it (--linger): a catch-up of
+	// 1,000 hubs × 240 rounds then writes each hub's state about 1.5 times
+	// per type (4 with 1 s). A unit stops waiting once the reader has read
+	// what the partition held when its newest bundle was read, so under
+	// live load it waits far less (BENCHMARKS.md, issue 32).
+	DefaultLinger          = 5 * time.Second
 	DefaultUnitIdleTimeout = 10 * time.Minute
 	DefaultResyncAfter     = 10 * time.Second
 	DefaultResyncInterval  = time.Minute
