@@ -68,8 +68,8 @@ type Unit struct {
 	busy   bool
 	// lastActive is when a bundle was last inserted or a job reported.
 	lastActive time.Time
-	// lingerUntil, when set, is when the unit's linger ends: until then it
-	// is not ready, whatever it holds (Config.Linger, linger.go).
+	// lingerUntil, when set, is when the unit's linger ends: until then
+	// only its streams are ready (Config.Linger, linger.go).
 	lingerUntil time.Time
 	// lingerEnd is the offset of its partition that the reader must read
 	// up to for the linger to end early: the partition's end when the
