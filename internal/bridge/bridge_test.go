@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/sim"
 	"github.com/stbridge/stb/pkg/verify"
@@ -76,11 +75,7 @@ func TestValidate(t *testing.T) {
 // after the timeout branch had returned it), that the stored offsets let
 // a restart write what was blocked, and that the restart verifies.
 func TestShutdownBoundedWhileAJobIsBlocked(t *testing.T) {
-	brk, err := broker.Start(broker.Config{Topics: []string{"status"}, Partitions: 2}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
+	brk := startBroker(t, 2, "status")
 	pool, url := dbtest.New(t)
 	ctx := context.Background()
 

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 )
 
@@ -25,11 +24,7 @@ import (
 // when it does not end in time; Run's shutdown, which closes the clients
 // the same way, is bounded alike.
 func TestCloseBoundedWithAReplayConnectionHeld(t *testing.T) {
-	brk, err := broker.Start(broker.Config{Topics: []string{"status"}, Partitions: 1}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
+	brk := startBroker(t, 1, "status")
 	_, url := dbtest.New(t)
 	ctx := context.Background()
 
@@ -99,11 +94,7 @@ func TestCloseBoundedWithAReplayConnectionHeld(t *testing.T) {
 // gives the connection back and the pool closes at once, well within the
 // bound, instead of the shutdown leaving it behind.
 func TestShutdownEndsAConsoleRequestInFlight(t *testing.T) {
-	brk, err := broker.Start(broker.Config{Topics: []string{"status"}, Partitions: 1}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
+	brk := startBroker(t, 1, "status")
 	_, url := dbtest.New(t)
 	ctx := context.Background()
 

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/bundle"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	"github.com/stbridge/stb/pkg/sim"
@@ -21,11 +20,7 @@ import (
 // during the catch-up, and how long the live heartbeat took to be written.
 func catchUp(t *testing.T, linger time.Duration) (written map[string]float64, live time.Duration) {
 	t.Helper()
-	brk, err := broker.Start(broker.Config{Topics: []string{"status"}, Partitions: 1}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
+	brk := startBroker(t, 1, "status")
 	pool, url := dbtest.New(t)
 	ctx := context.Background()
 	pub, err := sim.NewKafkaPublisher(sim.PublisherConfig{Brokers: brk.Addr()}, zap.NewNop())

@@ -16,7 +16,6 @@ import (
 	wf "github.com/stbridge/stb/dbsyncers/work"
 	"github.com/stbridge/stb/internal/profiles"
 	"github.com/stbridge/stb/internal/profiles/work"
-	"github.com/stbridge/stb/pkg/broker"
 	"github.com/stbridge/stb/pkg/db/dbtest"
 	simwork "github.com/stbridge/stb/pkg/sim/work"
 	"github.com/stbridge/stb/pkg/transport"
@@ -60,11 +59,7 @@ func TestValidateStartup(t *testing.T) {
 // and source), on a real broker and database. The statuses are stored by
 // a first bridge reading the work agents' events.
 func TestStartupWorkResync(t *testing.T) {
-	brk, err := broker.Start(broker.Config{Topics: []string{"status", "resync"}, Partitions: 1}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
+	brk := startBroker(t, 1, "status", "resync")
 	pool, url := dbtest.New(t)
 	ctx := t.Context()
 

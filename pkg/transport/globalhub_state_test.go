@@ -17,19 +17,7 @@ import (
 // hub's runs are kept.
 func TestGlobalHubForgetsDeletedHub(t *testing.T) {
 	gh := transport.NewGlobalHub()
-	rules := ghRules(t)
-	offset := int64(0)
-	read := func(hub, id, version string) *bundle.Bundle {
-		t.Helper()
-		m := ghEncode(t, transport.GlobalHubEvent{Topic: "gh-status." + hub, Hub: hub, Type: "managedcluster", Version: version, Data: []byte(`[]`)})
-		setHeader(m, "ce_id", id)
-		b, rej := gh.Decode(consumed(m, 0, offset), rules, time.Now())
-		offset++
-		if rej != nil {
-			t.Fatalf("%s: %v", id, rej)
-		}
-		return b
-	}
+	read := clusterReader(t, gh)
 	read("hub1", "a", "0.5")
 	read("hub1", "b", "0.1") // a restart of hub1's agent: run 2
 	read("hub2", "c", "0.5")
@@ -58,19 +46,7 @@ func TestGlobalHubForgetsDeletedHub(t *testing.T) {
 // alone.
 func TestGlobalHubEvictKeepsStoredState(t *testing.T) {
 	gh := transport.NewGlobalHub()
-	rules := ghRules(t)
-	offset := int64(0)
-	read := func(hub, id, version string) *bundle.Bundle {
-		t.Helper()
-		m := ghEncode(t, transport.GlobalHubEvent{Topic: "gh-status." + hub, Hub: hub, Type: "managedcluster", Version: version, Data: []byte(`[]`)})
-		setHeader(m, "ce_id", id)
-		b, rej := gh.Decode(consumed(m, 0, offset), rules, time.Now())
-		offset++
-		if rej != nil {
-			t.Fatalf("%s: %v", id, rej)
-		}
-		return b
-	}
+	read := clusterReader(t, gh)
 	read("hub1", "start", "0.5")
 	last := read("hub1", "next", "1.6")
 	read("hub2", "other", "0.5")
@@ -127,5 +103,25 @@ func TestGlobalHubTypesAreTheRegistrys(t *testing.T) {
 	got := transport.GlobalHubBundleTypes()
 	if !maps.Equal(got, want) {
 		t.Fatalf("the profile's types (and dependencies) %v, the registry's %v", got, want)
+	}
+}
+
+// clusterReader returns a function that has gh read a managedcluster
+// event of hub with the CloudEvents id and agent version given, each at
+// the next offset of partition 0 of the hub's topic, and returns its
+// bundle; a reject fails t.
+func clusterReader(t *testing.T, gh *transport.GlobalHub) func(hub, id, version string) *bundle.Bundle {
+	rules := ghRules(t)
+	offset := int64(0)
+	return func(hub, id, version string) *bundle.Bundle {
+		t.Helper()
+		m := ghEncode(t, transport.GlobalHubEvent{Topic: "gh-status." + hub, Hub: hub, Type: "managedcluster", Version: version, Data: []byte(`[]`)})
+		setHeader(m, "ce_id", id)
+		b, rej := gh.Decode(consumed(m, 0, offset), rules, time.Now())
+		offset++
+		if rej != nil {
+			t.Fatalf("%s: %v", id, rej)
+		}
+		return b
 	}
 }
